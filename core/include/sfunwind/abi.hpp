@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// What the unwinder needs to know about each target ABI: which DWARF register
+// is the stack pointer, frame pointer and return-address register, and the
+// few ABI rules that SFrame leaves implicit.
+#pragma once
+
+#include "sfunwind/bytes.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace sfunwind {
+
+enum class Arch : std::uint8_t { X86_64, AArch64, S390x, Ppc64 };
+
+struct Abi {
+    Arch arch;
+    ByteOrder order;
+    std::string_view name;  // "amd64", "aarch64", "s390x", "ppc64", "ppc64le"
+    std::uint16_t sp_reg;   // DWARF register numbers
+    std::uint16_t fp_reg;
+    std::uint16_t ra_reg;   // the register a return address lives in (x86-64: rip)
+    std::int32_t sp_from_cfa; // caller SP = CFA + this (s390x: -160; SFrame v3 section 3.1.3)
+    bool ra_in_register;      // the RA is passed in a register (LR), not pushed by the call
+    std::uint32_t stack_align; // the caller's SP is a multiple of this at a call site
+};
+
+// The ABIs sfunwind knows. Numbers are the DWARF register numbers of each
+// psABI (x86-64: rsp 7, rbp 6, rip 16; AArch64: sp 31, x29 29, x30 30; s390x:
+// r15 15, r11 11, r14 14; ppc64: r1 1, r31 31, lr 65).
+const Abi& abi_amd64() noexcept;
+const Abi& abi_aarch64(ByteOrder order) noexcept;
+const Abi& abi_s390x() noexcept;
+const Abi& abi_ppc64(ByteOrder order) noexcept;
+
+// Name of a DWARF register of this ABI ("rbp", "x29", "r14"), or "r<N>".
+std::string register_name(const Abi& abi, std::uint16_t dwarf_reg);
+
+} // namespace sfunwind

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+// A version-neutral view of an SFrame section. Each version's byte layout is
+// decoded in one place (src/sframe/layout_v1.cpp, _v2.cpp, _v3.cpp); what
+// callers see here is the same for every version: a Header, FDEs and FREs
+// with decoded fields, and Rows of rules.
+//
+// A Section does not own its bytes: keep them alive as long as the Section.
+#pragma once
+
+#include "sfunwind/abi.hpp"
+#include "sfunwind/bytes.hpp"
+#include "sfunwind/error.hpp"
+#include "sfunwind/row.hpp"
+#include "sfunwind/sframe/format.hpp"
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sfunwind::sframe {
+
+struct Layout;  // one per version, private to the decoder
+
+struct Header {
+    Version version = Version::V3;
+    std::uint8_t flags = 0;
+    AbiArch abi_arch = AbiArch::Amd64Little;
+    std::int8_t cfa_fixed_fp_offset = 0;
+    std::int8_t cfa_fixed_ra_offset = 0;
+    std::uint8_t auxhdr_len = 0;
+    std::uint32_t num_fdes = 0;
+    std::uint32_t num_fres = 0;
+    std::uint32_t fre_len = 0;
+    std::uint32_t fdeoff = 0;
+    std::uint32_t freoff = 0;
+
+    bool sorted() const { return (flags & flag::fde_sorted) != 0; }
+    bool pcrel() const { return (flags & flag::fde_func_start_pcrel) != 0; }
+};
+
+// A function descriptor entry, whichever version it came from. In v3 it
+// combines the FDE index record and the FDE attribute record.
+struct Fde {
+    std::uint32_t index = 0;
+    std::uint64_t entry_offset = 0;   // section offset of the FDE (v3: index) record
+    std::uint64_t attr_offset = 0;    // v3: section offset of the attribute record; else = entry_offset
+    std::int64_t start_field = 0;     // the raw function start field
+    std::uint64_t start = 0;          // function start, link-time address
+    std::uint32_t size = 0;
+    std::uint32_t fre_offset = 0;     // raw start-FRE offset, relative to the FRE sub-section
+    std::uint64_t fres_begin = 0;     // section offset of the first FRE
+    std::uint32_t num_fres = 0;
+    std::uint8_t info = 0;
+    std::uint8_t info2 = 0;           // v3 only
+    std::uint8_t rep_size = 0;        // v2, v3: repeat block size of PC-mask FDEs
+    FreType fre_type = FreType::Addr1;
+    PcType pc_type = PcType::Inc;
+    FdeType fde_type = FdeType::Default;
+    PauthKey pauth_key = PauthKey::A;
+    bool signal = false;              // v3
+
+    std::uint64_t end() const { return start + size; }
+};
+
+// A frame row entry with its data words read (sign-extended; see uword()).
+struct Fre {
+    static constexpr unsigned max_words = 15; // 4-bit count (spec v3 section 2.4.1)
+
+    std::uint64_t offset = 0;      // section offset of the FRE
+    std::uint32_t size = 0;        // bytes, start field through the last data word
+    std::uint32_t start = 0;       // start address offset from the function start
+    std::uint8_t info = 0;
+    bool cfa_base_fp = false;
+    bool mangled_ra = false;
+    std::uint8_t word_count = 0;
+    std::uint8_t word_size = 1;    // 1, 2 or 4 bytes
+    std::array<std::int32_t, max_words> words{};
+
+    // A data word read as unsigned (flexible-FDE control words).
+    std::uint32_t uword(unsigned i) const {
+        const auto raw = static_cast<std::uint32_t>(words[i]);
+        return word_size == 4 ? raw : raw & ((1U << (8U * word_size)) - 1U);
+    }
+};
+
+class Section {
+public:
+    // Decodes the header and checks that the sub-sections fit. `vaddr` is the
+    // link-time virtual address of the section (function starts are relative
+    // to it, or to their own field). Individual FDEs are checked when read.
+    static Expected<Section> parse(std::span<const std::uint8_t> bytes, std::uint64_t vaddr);
+
+    const Header& header() const noexcept { return header_; }
+    Version version() const noexcept { return header_.version; }
+    const Abi& abi() const noexcept { return *abi_; }
+    ByteView view() const noexcept { return view_; }
+    std::uint64_t vaddr() const noexcept { return vaddr_; }
+    // Bytes the section really uses (the PT_GNU_SFRAME segment can be larger).
+    std::uint64_t used_size() const noexcept { return fre_sub_ + header_.fre_len; }
+    std::uint64_t fde_subsection() const noexcept { return fde_sub_; }
+    std::uint64_t fre_subsection() const noexcept { return fre_sub_; }
+    std::uint32_t fde_count() const noexcept { return header_.num_fdes; }
+    // Whether lookups binary-search the FDE array in place: the section says
+    // it is sorted and it really is. Otherwise a sorted index is kept.
+    bool searches_in_place() const noexcept { return order_.empty(); }
+
+    Expected<Fde> fde(std::uint32_t index) const;
+    // The FRE at section offset `offset` (fde.fres_begin for the first; then
+    // the previous FRE's offset + size). Checked against the FRE sub-section.
+    Expected<Fre> fre_at(const Fde& fde, std::uint64_t offset) const;
+    // All FREs of an FDE, or the first error.
+    Expected<std::vector<Fre>> fres(const Fde& fde) const;
+
+    // The rules an FRE gives, as a Row (pc range, rules, flags).
+    // `next_start` is the next FRE's start offset, or the function size.
+    Expected<Row> row(const Fde& fde, const Fre& fre, std::uint32_t fre_index,
+                      std::uint64_t next_start) const;
+
+    // The FDE covering a link-time PC (Errc::NotFound when none does).
+    Expected<Fde> find_fde(std::uint64_t pc) const;
+    // The row for a link-time PC: FDE search, then the last FRE whose start
+    // is <= the PC's offset (mask semantics for PC-mask FDEs).
+    Expected<Row> lookup(std::uint64_t pc) const;
+
+    // Memory used beyond the section bytes (the FDE order index, if any).
+    std::size_t extra_memory() const noexcept { return order_.capacity() * sizeof(std::uint32_t); }
+
+private:
+    Section() = default;
+    std::uint64_t start_of(std::uint32_t index) const noexcept;
+
+    ByteView view_;
+    Header header_;
+    const Layout* layout_ = nullptr;
+    const Abi* abi_ = nullptr;
+    std::uint64_t vaddr_ = 0;
+    std::uint64_t fde_sub_ = 0;
+    std::uint64_t fre_sub_ = 0;
+    std::vector<std::uint32_t> order_; // FDE indices by start, when not searchable in place
+};
+
+} // namespace sfunwind::sframe

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+// SFrame version 1 (binutils 2.40): 17-byte packed FDEs whose function start
+// is relative to the start of the section (v1 spec section 1.3).
+//
+//   0x00 int32  sfde_func_start_address
+//   0x04 uint32 sfde_func_size
+//   0x08 uint32 sfde_func_start_fre_off
+//   0x0c uint32 sfde_func_num_fres
+//   0x10 uint8  sfde_func_info
+#include "layout.hpp"
+
+namespace sfunwind::sframe {
+namespace {
+
+constexpr std::uint32_t fde_size = 17;
+
+std::uint64_t start_of(const Geometry& g, std::uint32_t index) {
+    std::int32_t field = 0;
+    (void)g.view.load(g.fde_sub + std::uint64_t{index} * fde_size, field);
+    return g.vaddr + static_cast<std::uint64_t>(std::int64_t{field});
+}
+
+Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
+    Fde f;
+    f.index = index;
+    f.entry_offset = g.fde_sub + std::uint64_t{index} * fde_size;
+    f.attr_offset = f.entry_offset;
+    std::int32_t start = 0;
+    const auto at = f.entry_offset;
+    if (!g.view.load(at, start) || !g.view.load(at + 4, f.size) ||
+        !g.view.load(at + 8, f.fre_offset) || !g.view.load(at + 12, f.num_fres) ||
+        !g.view.load(at + 16, f.info))
+        return Error(Errc::Truncated, "FDE " + std::to_string(index) + " runs past the section", at);
+    f.start_field = start;
+    // v1 has no PC-relative flag: the start is always section-relative.
+    f.start = g.vaddr + static_cast<std::uint64_t>(std::int64_t{start});
+    f.fres_begin = g.fre_sub + f.fre_offset;
+    decode_info_common(f);
+    return f;
+}
+
+} // namespace
+
+extern const Layout layout_v1;
+const Layout layout_v1{Version::V1, fde_size, flag::fde_sorted | flag::frame_pointer,
+                       /*allows_s390x=*/false, /*has_rep_size=*/false, /*s390x_regnum_words=*/false,
+                       /*empty_fde_is_outermost=*/false, decode, start_of};
+
+} // namespace sfunwind::sframe

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// Data words of default-type FDEs (v1, v2, and SFRAME_FDE_TYPE_DEFAULT in v3),
+// spec v3 section 3.1. The words are, in order: the CFA offset; the RA offset
+// unless the header fixes the RA at CFA + sfh_cfa_fixed_ra_offset (AMD64);
+// then the FP offset. What differs per ABI is confined to the hooks below.
+#include "rules.hpp"
+
+#include <string>
+
+namespace sfunwind::sframe {
+namespace {
+
+Error bad(const RuleContext& ctx, const std::string& what) {
+    return Error(Errc::Malformed, std::string(ctx.abi.name) + " FRE: " + what, ctx.fre_offset);
+}
+
+// s390x stores the CFA offset scaled and adjusted (spec v2 erratum 1 and v3
+// section 3.1.3, SFRAME_V2_S390X_CFA_OFFSET_DECODE).
+std::int32_t cfa_offset(const RuleContext& ctx, std::int32_t word) {
+    if (ctx.abi.arch == Arch::S390x)
+        return word * s390x::cfa_offset_alignment_factor - s390x::cfa_offset_adjustment;
+    return word;
+}
+
+// The rule for a saved RA or FP word. v2 on s390x encodes "in register N" as
+// the odd value (N << 1) | 1 (spec v2 erratum 1, s390x); such a rule is only
+// valid in the topmost frame.
+RegRule saved_register(const RuleContext& ctx, std::int32_t word, Row& row) {
+    if (ctx.abi.arch == Arch::S390x && ctx.layout.s390x_regnum_words && (word & 1) != 0) {
+        row.topmost_only = true;
+        return RegRule{RegRule::Kind::ValReg, static_cast<std::uint16_t>(word >> 1), 0, RegRule::Source::Fre};
+    }
+    return RegRule::at_cfa(word);
+}
+
+} // namespace
+
+Status read_default_rules(const RuleContext& ctx, const Fre& fre, Row& row) {
+    const Abi& abi = ctx.abi;
+    if (fre.word_count == 0) {
+        // Spec v2 erratum 2, v3 section 2.4.1: no data words, RA undefined,
+        // the outermost frame.
+        row.ra = RegRule::undefined();
+        row.outermost = true;
+        return ok();
+    }
+    row.cfa = CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, cfa_offset(ctx, fre.words[0]), false};
+
+    unsigned next = 1;
+    if (ctx.header.cfa_fixed_ra_offset != 0) {
+        row.ra = RegRule::at_cfa(ctx.header.cfa_fixed_ra_offset, RegRule::Source::Header);
+    } else if (fre.word_count > next) {
+        const std::int32_t word = fre.words[next++];
+        if (abi.arch == Arch::S390x && word == fre_ra_offset_invalid) {
+            // Padding: FP saved, RA not (still in r14); topmost frame only.
+            row.ra = RegRule::same_value(RegRule::Source::Padding);
+            row.topmost_only = true;
+        } else {
+            row.ra = saved_register(ctx, word, row);
+        }
+    } else {
+        // Only the CFA is known: the RA is still in the link register (an
+        // AArch64 or s390x function before it saves LR/r14).
+        row.ra = RegRule::same_value();
+        if (abi.ra_in_register) row.topmost_only = true;
+    }
+
+    if (fre.word_count > next)
+        row.fp = saved_register(ctx, fre.words[next++], row);
+    else if (ctx.header.cfa_fixed_fp_offset != 0)
+        row.fp = RegRule::at_cfa(ctx.header.cfa_fixed_fp_offset, RegRule::Source::Header);
+    else
+        row.fp = RegRule::same_value();
+
+    if (fre.word_count > next)
+        return bad(ctx, std::to_string(fre.word_count) + " data words; a default FDE uses at most " +
+                            std::to_string(next));
+    return ok();
+}
+
+} // namespace sfunwind::sframe

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+#include "sfunwind/sframe/section.hpp"
+
+#include "layout.hpp"
+#include "rules.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace sfunwind::sframe {
+namespace {
+
+std::string hex(std::uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+const Abi* abi_of(AbiArch arch) {
+    switch (arch) {
+    case AbiArch::AArch64Big: return &abi_aarch64(ByteOrder::Big);
+    case AbiArch::AArch64Little: return &abi_aarch64(ByteOrder::Little);
+    case AbiArch::Amd64Little: return &abi_amd64();
+    case AbiArch::S390xBig: return &abi_s390x();
+    }
+    return nullptr;
+}
+
+Geometry geometry(const ByteView& view, const Header& h, std::uint64_t vaddr, std::uint64_t fde_sub,
+                  std::uint64_t fre_sub) {
+    return Geometry{view, vaddr, fde_sub, fre_sub, h.fre_len, h.pcrel()};
+}
+
+} // namespace
+
+Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint64_t vaddr) {
+    // Spec v3 section 2.1.1: the magic tells the byte order.
+    if (bytes.size() < 4)
+        return Error(Errc::Truncated, "section is " + std::to_string(bytes.size()) +
+                                          " bytes, too short for the SFrame preamble", 0);
+    ByteOrder order;
+    if (bytes[0] == 0xe2 && bytes[1] == 0xde)
+        order = ByteOrder::Little;
+    else if (bytes[0] == 0xde && bytes[1] == 0xe2)
+        order = ByteOrder::Big;
+    else
+        return Error(Errc::BadMagic, "bad SFrame magic " + hex(std::uint64_t{bytes[0]} | std::uint64_t{bytes[1]} << 8U), 0);
+
+    Section s;
+    s.view_ = ByteView(bytes, order);
+    s.vaddr_ = vaddr;
+    Header& h = s.header_;
+    const std::uint8_t version = bytes[2];
+    s.layout_ = layout_for(version);
+    if (s.layout_ == nullptr)
+        return Error(Errc::Unsupported, "unknown SFrame version " + std::to_string(version), 2);
+    h.version = s.layout_->version;
+    h.flags = bytes[3];
+    if (bytes.size() < header_size)
+        return Error(Errc::Truncated, "section is " + std::to_string(bytes.size()) +
+                                          " bytes, too short for the 28-byte SFrame header", 0);
+    std::uint8_t abi = 0;
+    (void)s.view_.load(4, abi);
+    (void)s.view_.load(5, h.cfa_fixed_fp_offset);
+    (void)s.view_.load(6, h.cfa_fixed_ra_offset);
+    (void)s.view_.load(7, h.auxhdr_len);
+    (void)s.view_.load(8, h.num_fdes);
+    (void)s.view_.load(12, h.num_fres);
+    (void)s.view_.load(16, h.fre_len);
+    (void)s.view_.load(20, h.fdeoff);
+    (void)s.view_.load(24, h.freoff);
+
+    if ((h.flags & ~s.layout_->valid_flags) != 0)
+        return Error(Errc::Malformed, "flags " + hex(h.flags) + " not defined for SFrame version " +
+                                          std::to_string(version), 3);
+    if (abi < 1 || abi > 4 || (abi == 4 && !s.layout_->allows_s390x))
+        return Error(Errc::Unsupported, "unknown ABI/arch " + std::to_string(abi) +
+                                            " for SFrame version " + std::to_string(version), 4);
+    h.abi_arch = static_cast<AbiArch>(abi);
+    s.abi_ = abi_of(h.abi_arch);
+
+    // Sub-sections are offsets from the end of the header, auxiliary header
+    // included (spec v3 section 2.2).
+    const std::uint64_t end_of_header = header_size + std::uint64_t{h.auxhdr_len};
+    s.fde_sub_ = end_of_header + h.fdeoff;
+    s.fre_sub_ = end_of_header + h.freoff;
+    if (!s.view_.contains(0, end_of_header))
+        return Error(Errc::Truncated, "auxiliary header of " + std::to_string(h.auxhdr_len) +
+                                          " bytes runs past the section", 7);
+    const std::uint64_t fde_bytes = std::uint64_t{h.num_fdes} * s.layout_->fde_size;
+    if (!s.view_.contains(s.fde_sub_, fde_bytes))
+        return Error(Errc::Truncated, std::to_string(h.num_fdes) + " FDEs at offset " + hex(s.fde_sub_) +
+                                          " need " + std::to_string(fde_bytes) + " bytes; the section has " +
+                                          std::to_string(bytes.size()), 8);
+    if (!s.view_.contains(s.fre_sub_, h.fre_len))
+        return Error(Errc::Truncated, "FRE sub-section at offset " + hex(s.fre_sub_) + " of " +
+                                          std::to_string(h.fre_len) + " bytes runs past the section (" +
+                                          std::to_string(bytes.size()) + " bytes)", 16);
+
+    // Binary search in place only when the section says it is sorted and it
+    // is (clang + lld output is not; a corrupt one may lie). Otherwise keep a
+    // sorted index of FDE numbers: 4 bytes per FDE.
+    bool sorted = h.sorted();
+    for (std::uint32_t i = 1; sorted && i < h.num_fdes; ++i)
+        sorted = s.start_of(i - 1) <= s.start_of(i);
+    if (!sorted && h.num_fdes > 1) {
+        s.order_.resize(h.num_fdes);
+        for (std::uint32_t i = 0; i < h.num_fdes; ++i) s.order_[i] = i;
+        std::stable_sort(s.order_.begin(), s.order_.end(),
+                         [&](std::uint32_t a, std::uint32_t b) { return s.start_of(a) < s.start_of(b); });
+    }
+    return s;
+}
+
+std::uint64_t Section::start_of(std::uint32_t index) const noexcept {
+    return layout_->start_of(geometry(view_, header_, vaddr_, fde_sub_, fre_sub_), index);
+}
+
+Expected<Fde> Section::fde(std::uint32_t index) const {
+    if (index >= header_.num_fdes)
+        return Error(Errc::NotFound, "FDE " + std::to_string(index) + " out of range (the section has " +
+                                         std::to_string(header_.num_fdes) + ")");
+    auto f = layout_->decode_fde(geometry(view_, header_, vaddr_, fde_sub_, fre_sub_), index);
+    if (!f) return f;
+    if (f->fre_type > FreType::Addr4)
+        return Error(Errc::Malformed, "FDE " + std::to_string(index) + ": invalid FRE type " +
+                                          std::to_string(static_cast<unsigned>(f->fre_type)),
+                     f->attr_offset);
+    if (f->fde_type > FdeType::Flex)
+        return Error(Errc::Unsupported, "FDE " + std::to_string(index) + ": unknown FDE type " +
+                                            std::to_string(static_cast<unsigned>(f->fde_type)),
+                     f->attr_offset);
+    if (f->pc_type == PcType::Mask && f->rep_size == 0 && f->num_fres > 0 &&
+        layout_->has_rep_size)
+        return Error(Errc::Malformed, "FDE " + std::to_string(index) + ": PC-mask FDE with repeat size 0",
+                     f->attr_offset);
+    if (f->num_fres > 0 && f->fres_begin > fre_sub_ + header_.fre_len)
+        return Error(Errc::Malformed, "FDE " + std::to_string(index) + ": FREs start at FRE offset " +
+                                          std::to_string(f->fre_offset) + ", past the FRE sub-section (" +
+                                          std::to_string(header_.fre_len) + " bytes)",
+                     f->entry_offset);
+    return f;
+}
+
+Expected<Fre> Section::fre_at(const Fde& fde, std::uint64_t offset) const {
+    // FREs must lie inside the FRE sub-section (spec v3 section 2.4).
+    const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
+    if (offset < fre_sub_)
+        return Error(Errc::Malformed, "FRE before the FRE sub-section", offset);
+    Fre fre;
+    fre.offset = offset;
+    const unsigned start_width = 1U << static_cast<unsigned>(fde.fre_type);
+    if (!frev.load_sized(offset, start_width, fre.start) || !frev.load(offset + start_width, fre.info))
+        return Error(Errc::Truncated, "FRE of FDE " + std::to_string(fde.index) +
+                                          " runs past the FRE sub-section", offset);
+    // FRE info byte (spec v3 section 2.4.1).
+    fre.cfa_base_fp = (fre.info & 0x1U) == 0; // SFRAME_BASE_REG_FP is 0, SP is 1
+    fre.word_count = static_cast<std::uint8_t>((fre.info >> 1U) & 0xfU);
+    const unsigned size_code = (fre.info >> 5U) & 0x3U;
+    fre.mangled_ra = (fre.info & 0x80U) != 0;
+    if (size_code == 3)
+        return Error(Errc::Malformed, "FRE of FDE " + std::to_string(fde.index) +
+                                          ": invalid data word size code 3", offset + start_width);
+    fre.word_size = static_cast<std::uint8_t>(1U << size_code);
+    std::uint64_t at = offset + start_width + 1;
+    for (unsigned i = 0; i < fre.word_count; ++i, at += fre.word_size)
+        if (!frev.load_sized(at, fre.word_size, fre.words[i]))
+            return Error(Errc::Truncated, "data word " + std::to_string(i) + " of an FRE of FDE " +
+                                              std::to_string(fde.index) + " runs past the FRE sub-section",
+                         at);
+    fre.size = static_cast<std::uint32_t>(at - offset);
+    return fre;
+}
+
+Expected<std::vector<Fre>> Section::fres(const Fde& fde) const {
+    std::vector<Fre> out;
+    out.reserve(std::min<std::uint32_t>(fde.num_fres, 4096));
+    std::uint64_t at = fde.fres_begin;
+    for (std::uint32_t i = 0; i < fde.num_fres; ++i) {
+        auto fre = fre_at(fde, at);
+        if (!fre) return std::move(fre).error();
+        at += fre->size;
+        out.push_back(*fre);
+    }
+    return out;
+}
+
+Expected<Row> Section::row(const Fde& fde, const Fre& fre, std::uint32_t fre_index,
+                           std::uint64_t next_start) const {
+    Row row;
+    row.func_start = fde.start;
+    row.func_size = fde.size;
+    row.fde_index = fde.index;
+    row.fre_index = fre_index;
+    row.pc_begin = fde.start + fre.start;
+    row.pc_end = fde.start + next_start;
+    row.signal_frame = fde.signal;
+    row.pauth_key_b = fde.pauth_key == PauthKey::B;
+    row.pc_mask = fde.pc_type == PcType::Mask;
+    row.mangled_ra = fre.mangled_ra;
+    const RuleContext ctx{*abi_, header_, *layout_, fre.offset};
+    auto status = fde.fde_type == FdeType::Flex ? read_flex_rules(ctx, fre, row)
+                                                : read_default_rules(ctx, fre, row);
+    if (!status) return std::move(status).error();
+    return row;
+}
+
+Expected<Fde> Section::find_fde(std::uint64_t pc) const {
+    const std::uint32_t n = header_.num_fdes;
+    auto index_at = [&](std::uint32_t k) { return order_.empty() ? k : order_[k]; };
+    // Last FDE (in start order) whose start is <= pc.
+    std::uint32_t lo = 0;
+    std::uint32_t hi = n;
+    while (lo < hi) {
+        const std::uint32_t mid = lo + (hi - lo) / 2;
+        if (start_of(index_at(mid)) <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0) return Error(Errc::NotFound, "no FDE covers " + hex(pc));
+    auto f = fde(index_at(lo - 1));
+    if (!f) return f;
+    if (pc >= f->end()) return Error(Errc::NotFound, "no FDE covers " + hex(pc));
+    return f;
+}
+
+Expected<Row> Section::lookup(std::uint64_t pc) const {
+    auto f = find_fde(pc);
+    if (!f) return std::move(f).error();
+    const Fde& fde = *f;
+    std::uint64_t pc_offset = pc - fde.start;
+    std::uint64_t block_base = 0;
+    if (fde.pc_type == PcType::Mask && fde.rep_size != 0) {
+        // Spec v3 section 2.3.3.1: PC % REP_BLOCK_SIZE >= FRE start.
+        block_base = pc_offset - pc_offset % fde.rep_size;
+        pc_offset %= fde.rep_size;
+    }
+    if (fde.num_fres == 0) {
+        if (layout_->empty_fde_is_outermost && fde.fde_type == FdeType::Default) {
+            Row row;
+            row.func_start = fde.start;
+            row.func_size = fde.size;
+            row.fde_index = fde.index;
+            row.pc_begin = fde.start;
+            row.pc_end = fde.end();
+            row.signal_frame = fde.signal;
+            row.ra = RegRule::undefined();
+            row.outermost = true;
+            return row;
+        }
+        return Error(Errc::NotFound, "FDE " + std::to_string(fde.index) + " has no FREs", fde.entry_offset);
+    }
+    std::uint64_t at = fde.fres_begin;
+    Fre best;
+    std::uint32_t best_index = 0;
+    bool found = false;
+    std::uint64_t next_start = fde.pc_type == PcType::Mask && fde.rep_size ? fde.rep_size : fde.size;
+    for (std::uint32_t i = 0; i < fde.num_fres; ++i) {
+        auto fre = fre_at(fde, at);
+        if (!fre) return std::move(fre).error();
+        at += fre->size;
+        if (fre->start > pc_offset) {
+            next_start = fre->start;
+            break;
+        }
+        best = *fre;
+        best_index = i;
+        found = true;
+    }
+    if (!found)
+        return Error(Errc::NotFound, "no FRE of FDE " + std::to_string(fde.index) + " covers " + hex(pc),
+                     fde.fres_begin);
+    auto row = this->row(fde, best, best_index, next_start);
+    if (row && block_base != 0) {
+        row->pc_begin += block_base;
+        row->pc_end += block_base;
+    }
+    if (row && row->pc_end > fde.end()) row->pc_end = fde.end();
+    return row;
+}
+
+} // namespace sfunwind::sframe

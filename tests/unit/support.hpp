@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// Helpers shared by the unit tests: files, test vectors, text normalisation.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace sfunwind::test {
+
+inline std::filesystem::path shared_dir() { return SFUNWIND_SHARED_DIR; }
+inline std::filesystem::path source_dir() { return SFUNWIND_SOURCE_DIR; }
+
+inline std::string read_text(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline std::vector<std::uint8_t> read_bytes(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Lines with trailing blanks removed, leading and trailing empty lines dropped.
+inline std::string normalise(const std::string& text) {
+    std::istringstream in(text);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) {
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.pop_back();
+        lines.push_back(line);
+    }
+    while (!lines.empty() && lines.back().empty()) lines.pop_back();
+    std::size_t first = 0;
+    while (first < lines.size() && lines[first].empty()) ++first;
+    std::string out;
+    for (std::size_t i = first; i < lines.size(); ++i) out += lines[i] + "\n";
+    return out;
+}
+
+// objdump's output from "Contents of the SFrame section" on: the lines
+// before it name the file and its format, which a raw section does not have.
+inline std::string section_part(const std::string& text) {
+    const auto at = text.find("Contents of the SFrame section");
+    return at == std::string::npos ? text : text.substr(at);
+}
+
+} // namespace sfunwind::test
