@@ -2,7 +2,7 @@
 // SFrame v3 appendix A ("Generating Stack Traces using SFrame"), generalised
 // to the rule kinds a Row can hold, with the safety checks the appendix leaves
 // to the implementation.
-#include "sfunwind/step.hpp"
+#include "sfunwind/unwind/step.hpp"
 
 #include <array>
 #include <cstdio>

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// Finding SFrame data in an ELF file or an in-memory ELF image (via libelf):
+// by section name ".sframe", by section type SHT_GNU_SFRAME, or, when the
+// section headers are gone, by the PT_GNU_SFRAME program header (whose size
+// may exceed the section's: the SFrame header gives the real size).
+#pragma once
+
+#include "sfunwind/abi.hpp"
+#include "sfunwind/error.hpp"
+#include "sfunwind/sframe/section.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sfunwind::elf {
+
+// ELF constants that Debian 12's <elf.h> predates.
+inline constexpr std::uint32_t sht_gnu_sframe = 0x6ffffff4;
+inline constexpr std::uint32_t pt_gnu_sframe = 0x6474e554;
+
+struct SframeLocation {
+    enum class How : std::uint8_t { SectionName, SectionType, Segment };
+    How how = How::SectionName;
+    std::uint64_t vaddr = 0;        // link-time virtual address of the section
+    std::uint64_t file_offset = 0;
+    std::uint64_t size = 0;         // bytes used (from the SFrame header for segments)
+    std::string name;               // section name, or "PT_GNU_SFRAME"
+};
+
+struct LoadSegment {
+    std::uint64_t vaddr;
+    std::uint64_t memsz;
+    std::uint64_t offset;
+    std::uint64_t filesz;
+    std::uint32_t flags; // PF_R/PF_W/PF_X
+};
+
+struct Symbol {
+    std::string name;
+    std::uint64_t value; // link-time address
+    std::uint64_t size;
+};
+
+class ElfFile {
+public:
+    // Reads the whole file. Errors name the file.
+    static Expected<ElfFile> open(const std::string& path);
+    // An ELF image already in memory (copied).
+    static Expected<ElfFile> from_bytes(std::span<const std::uint8_t> bytes, std::string name = "<memory>");
+
+    ElfFile(ElfFile&&) noexcept;
+    ElfFile& operator=(ElfFile&&) noexcept;
+    ~ElfFile();
+
+    const std::string& name() const noexcept;
+    // The ABI from e_machine and EI_DATA (EM_X86_64, EM_AARCH64, EM_S390, EM_PPC64).
+    std::optional<Abi> abi() const;
+    std::uint16_t machine() const noexcept;
+    bool is_pie_or_shared() const noexcept; // ET_DYN
+    const std::vector<LoadSegment>& load_segments() const noexcept;
+    // Lowest PT_LOAD vaddr (page-aligned down): a module loaded at runtime
+    // address B has load bias B - this.
+    std::uint64_t link_base() const noexcept;
+    std::optional<std::vector<std::uint8_t>> build_id() const;
+
+    Expected<SframeLocation> find_sframe() const;
+    // The section's bytes (size clipped to the file) and a parsed Section over
+    // them; the Section refers into this ElfFile, which must outlive it.
+    Expected<std::span<const std::uint8_t>> sframe_bytes(const SframeLocation& where) const;
+    Expected<sframe::Section> sframe() const;
+
+    // Bytes of a named section, if present (e.g. ".eh_frame").
+    std::optional<std::span<const std::uint8_t>> section_bytes(const std::string& name) const;
+    bool has_section(const std::string& name) const;
+
+    // Function symbols from .symtab and .dynsym, sorted by address.
+    const std::vector<Symbol>& function_symbols() const;
+    // The function symbol containing a link-time address ("name+0x12" form
+    // is left to callers).
+    const Symbol* symbol_for(std::uint64_t addr) const;
+
+private:
+    struct Impl;
+    explicit ElfFile(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace sfunwind::elf

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// The SFrame sections of a process's modules (the program, shared libraries)
+// and where each is loaded: a runtime PC maps to its module, and to the
+// link-time PC that the module's Section is searched with.
+#pragma once
+
+#include "sfunwind/sframe/section.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sfunwind {
+
+struct Module {
+    std::string name;
+    std::uint64_t bias = 0;     // runtime address - link-time address
+    std::uint64_t begin = 0;    // runtime range covered by the module's code
+    std::uint64_t end = 0;
+    // The Section refers to bytes that `owner` keeps alive (an ElfFile, a
+    // buffer read from the target, ...).
+    std::shared_ptr<const void> owner;
+    std::shared_ptr<const sframe::Section> section;
+};
+
+class ModuleSet {
+public:
+    void add(Module module);
+    // The module whose [begin, end) holds the runtime address, or null.
+    const Module* find(std::uint64_t pc) const noexcept;
+    const std::vector<Module>& modules() const noexcept { return modules_; }
+    void clear() noexcept { modules_.clear(); }
+
+private:
+    std::vector<Module> modules_; // sorted by begin
+};
+
+} // namespace sfunwind
