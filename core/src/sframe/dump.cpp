@@ -23,15 +23,22 @@ std::string base_name(const Abi& abi, std::uint16_t reg) {
     return "r" + std::to_string(reg);
 }
 
-std::string cfa_text(const Row& row, const Abi& abi) {
+// Default FDEs print the CFA as "%s+%d" (so a negative offset shows as
+// "sp+-8", as objdump does); flexible ones as "%s%+d", in parentheses when
+// dereferenced.
+std::string cfa_text(const Row& row, const Abi& abi, bool flex) {
+    if (!flex) return base_name(abi, row.cfa.reg) + format("+%d", row.cfa.offset);
     std::string s = base_name(abi, row.cfa.reg) + format("%+d", row.cfa.offset);
     return row.cfa.deref ? "(" + s + ")" : s;
 }
 
 // FP and RA columns. `is_ra` selects the RA's spelling of the header-fixed
-// rule ("f"; binutils 2.40 printed it as "u").
-std::string reg_text(const RegRule& r, const Abi& abi, bool is_ra, DumpStyle style) {
-    if (r.source == RegRule::Source::Padding) return "U";
+// rule ("f"; binutils 2.40 printed it as "u") and of padding ("U"; an FP
+// padding word has no offset after it, which objdump shows as "u").
+std::string reg_text(const RegRule& r, const Abi& abi, bool is_ra, bool flex, DumpStyle style) {
+    if (r.source == RegRule::Source::Padding) return is_ra ? "U" : "u";
+    // v2 s390x "saved in register N" words (spec v2 erratum 1).
+    if (!flex && r.kind == RegRule::Kind::ValReg) return format("r%d", r.reg);
     switch (r.kind) {
     case RegRule::Kind::Undefined: return "U";
     case RegRule::Kind::SameValue: return "u";
@@ -45,7 +52,7 @@ std::string reg_text(const RegRule& r, const Abi& abi, bool is_ra, DumpStyle sty
     return "?";
 }
 
-std::string flags_text(std::uint8_t flags) {
+std::string flags_text(std::uint8_t flags, DumpStyle style) {
     static const struct {
         std::uint8_t bit;
         const char* name;
@@ -55,7 +62,10 @@ std::string flags_text(std::uint8_t flags) {
     std::string s;
     for (const auto& n : names) {
         if ((flags & n.bit) == 0) continue;
-        if (!s.empty()) s += ",\n           ";
+        // binutils 2.40 copies each name over the previous one, so only the
+        // last set flag shows; 2.45 on prints one per line.
+        if (style == DumpStyle::Binutils2_40) s.clear();
+        else if (!s.empty()) s += ",\n           ";
         s += n.name;
     }
     return s.empty() ? "NONE" : s;
@@ -74,7 +84,7 @@ public:
         out_ += "Contents of the SFrame section " + o_.section_name + ":\n";
         out_ += "  Header :\n\n";
         out_ += format("    Version: SFRAME_VERSION_%u\n", static_cast<unsigned>(h.version));
-        out_ += "    Flags: " + flags_text(h.flags) + "\n";
+        out_ += "    Flags: " + flags_text(h.flags, style_) + "\n";
         if (style_ == DumpStyle::Binutils2_47) {
             if (h.cfa_fixed_fp_offset != 0) out_ += format("    CFA fixed FP offset: %d\n", h.cfa_fixed_fp_offset);
             if (h.cfa_fixed_ra_offset != 0) out_ += format("    CFA fixed RA offset: %d\n", h.cfa_fixed_ra_offset);
@@ -126,10 +136,11 @@ private:
                 continue;
             }
             const Abi& abi = s_.abi();
-            std::string ra = reg_text(row->ra, abi, true, style_);
+            const bool flex = fde.fde_type == FdeType::Flex;
+            std::string ra = reg_text(row->ra, abi, true, flex, style_);
             if (row->mangled_ra) ra += "[s]";
-            out_ += format("  %-10s%-10s%-13s\n", cfa_text(*row, abi).c_str(),
-                           reg_text(row->fp, abi, false, style_).c_str(), ra.c_str());
+            out_ += format("  %-10s%-10s%-13s\n", cfa_text(*row, abi, flex).c_str(),
+                           reg_text(row->fp, abi, false, flex, style_).c_str(), ra.c_str());
         }
     }
 

@@ -14,14 +14,6 @@ Error bad(const RuleContext& ctx, const std::string& what) {
     return Error(Errc::Malformed, std::string(ctx.abi.name) + " FRE: " + what, ctx.fre_offset);
 }
 
-// s390x stores the CFA offset scaled and adjusted (spec v2 erratum 1 and v3
-// section 3.1.3, SFRAME_V2_S390X_CFA_OFFSET_DECODE).
-std::int32_t cfa_offset(const RuleContext& ctx, std::int32_t word) {
-    if (ctx.abi.arch == Arch::S390x)
-        return word * s390x::cfa_offset_alignment_factor - s390x::cfa_offset_adjustment;
-    return word;
-}
-
 // The rule for a saved RA or FP word. v2 on s390x encodes "in register N" as
 // the odd value (N << 1) | 1 (spec v2 erratum 1, s390x); such a rule is only
 // valid in the topmost frame.
@@ -44,15 +36,18 @@ Status read_default_rules(const RuleContext& ctx, const Fre& fre, Row& row) {
         row.outermost = true;
         return ok();
     }
-    row.cfa = CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, cfa_offset(ctx, fre.words[0]), false};
+    row.cfa = CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, decode_cfa_offset(abi, fre.words[0]), false};
 
     unsigned next = 1;
     if (ctx.header.cfa_fixed_ra_offset != 0) {
         row.ra = RegRule::at_cfa(ctx.header.cfa_fixed_ra_offset, RegRule::Source::Header);
     } else if (fre.word_count > next) {
         const std::int32_t word = fre.words[next++];
-        if (abi.arch == Arch::S390x && word == fre_ra_offset_invalid) {
-            // Padding: FP saved, RA not (still in r14); topmost frame only.
+        if (word == fre_ra_offset_invalid) {
+            // Padding (SFRAME_FRE_RA_OFFSET_INVALID): the FP is saved, the RA
+            // is not, it is still in the link register (spec v3 section
+            // 3.1.3 for s390x; libsframe reads it so on every ABI that tracks
+            // the RA). Topmost frame only.
             row.ra = RegRule::same_value(RegRule::Source::Padding);
             row.topmost_only = true;
         } else {

@@ -66,7 +66,7 @@ Status read_flex_rules(const RuleContext& ctx, const Fre& fre, Row& row) {
     const Control cfa = control(fre.uword(0));
     // Appendix A: CFA recovery must always name a base register.
     if (!cfa.reg_p) return bad(ctx, "CFA control word " + std::to_string(fre.uword(0)) + " has no base register");
-    row.cfa = CfaRule{cfa.regnum, fre.words[1], cfa.deref_p};
+    row.cfa = CfaRule{cfa.regnum, decode_cfa_offset(abi, fre.words[1]), cfa.deref_p};
     if (!plain_register(abi, cfa.regnum)) row.topmost_only = true;
 
     unsigned i = 2;

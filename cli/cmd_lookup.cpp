@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+#include "commands.hpp"
+#include "options.hpp"
+
+#include "sfunwind/row.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+
+namespace sfunwind::cli {
+
+namespace {
+constexpr const char* help = R"(usage: sfunwind lookup [--raw --base ADDR] FILE PC...
+
+For each PC (a link-time address, hex with 0x or decimal), print the function
+(FDE) and row (FRE) that cover it and the rules they give: how to compute the
+CFA, and where the return address and the frame pointer are.
+
+Exit status: 0 if every PC has a row, 1 if some do not, 2 on usage errors.
+)";
+} // namespace
+
+int run_lookup(const Args& args) {
+    auto o = parse_common(args, "lookup");
+    if (!o) return exit_usage;
+    if (o->help) {
+        std::fputs(help, stdout);
+        return exit_ok;
+    }
+    if (o->positional.size() < 2) {
+        std::fputs(help, stderr);
+        return exit_usage;
+    }
+    auto in = open_input(o->positional[0], o->input);
+    if (!in) {
+        std::fprintf(stderr, "sfunwind lookup: %s\n", in.error().message().c_str());
+        return exit_usage;
+    }
+    const Input& input = **in;
+    int status = exit_ok;
+    for (std::size_t i = 1; i < o->positional.size(); ++i) {
+        const auto pc = parse_address(o->positional[i]);
+        if (!pc) {
+            std::fprintf(stderr, "sfunwind lookup: bad address '%s'\n", o->positional[i].c_str());
+            return exit_usage;
+        }
+        auto row = input.section->lookup(*pc);
+        if (!row) {
+            std::printf("0x%" PRIx64 ": %s\n", *pc, row.error().message().c_str());
+            status = exit_finding;
+            continue;
+        }
+        std::string where;
+        if (input.elf)
+            if (const auto* sym = input.elf->symbol_for(*pc))
+                where = " <" + sym->name + "+0x" + [&] {
+                    char b[24];
+                    std::snprintf(b, sizeof b, "%" PRIx64, *pc - sym->value);
+                    return std::string(b);
+                }() + ">";
+        std::printf("0x%" PRIx64 "%s: FDE %u [0x%" PRIx64 ", 0x%" PRIx64 ") FRE %u [0x%" PRIx64 ", 0x%" PRIx64
+                    "): %s\n",
+                    *pc, where.c_str(), row->fde_index, row->func_start, row->func_start + row->func_size,
+                    row->fre_index, row->pc_begin, row->pc_end, describe(*row, input.section->abi()).c_str());
+    }
+    return status;
+}
+
+} // namespace sfunwind::cli

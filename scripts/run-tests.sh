@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# run-tests.sh: set up a Debian 12 machine and run every sfunwind test.
+# This is the README's test command and what CI (.ci/run) runs.
+#
+# Stages (each one's result is printed; the last line is "N passed, M failed"):
+#   1. host packages (scripts/setup-host.sh)
+#   2. build (CMake preset "default") and the CTest suite: unit tests on the
+#      shared test vectors and the committed fixtures, CLI tests (sfunwind bt
+#      --compare-cfi, live and on core dumps), GDB 13 and LLDB 19 tests
+#   3. the unit tests again under ASan + UBSan (preset "sanitize")
+#   4. the Debian sid chroot (scripts/sid-chroot.sh ensure; cached), and the
+#      suites that need its tools: GDB 18, LLDB 23, programs linked against
+#      sid's glibc
+#
+# Environment: SFUNWIND_SKIP_CHROOT=1 skips stage 4 (for a quick local run;
+# CI never sets it). JOBS=N sets build parallelism (default: nproc).
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+jobs=${JOBS:-$(nproc)}
+passed=0
+failed=0
+failures=()
+
+stage() { # stage NAME CMD...
+  local name=$1; shift
+  local t0=$SECONDS
+  echo
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+    echo "=== $name: ok ($((SECONDS - t0)) s)"
+  else
+    failed=$((failed + 1))
+    failures+=("$name")
+    echo "=== $name: FAILED ($((SECONDS - t0)) s)"
+  fi
+}
+
+build_preset() { # build_preset NAME
+  cmake --preset "$1" >/dev/null && cmake --build --preset "$1" -j "$jobs"
+}
+
+stage "host packages" scripts/setup-host.sh
+stage "build (default)" build_preset default
+stage "ctest (default)" ctest --preset default -j "$jobs"
+stage "build (ASan+UBSan)" build_preset sanitize
+stage "ctest (ASan+UBSan)" ctest --preset sanitize -j "$jobs"
+
+if [[ "${SFUNWIND_SKIP_CHROOT:-0}" != 1 ]]; then
+  stage "sid chroot" scripts/sid-chroot.sh ensure
+  for suite in tests/chroot/*.sh; do
+    [[ -e "$suite" ]] || continue
+    stage "chroot: $(basename "$suite" .sh)" bash "$suite"
+  done
+fi
+
+echo
+if ((failed > 0)); then
+  printf 'failed stages: %s\n' "${failures[*]}"
+fi
+echo "$passed passed, $failed failed"
+((failed == 0))
