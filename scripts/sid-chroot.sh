@@ -5,9 +5,10 @@
 # qemu-user 11).
 #
 # Measured on the 2-core bookworm machine (2026-11-21):
-#   cold `ensure` (debootstrap + ~170 packages + trixie binutils 2.44 + checks): 147 s
-#   warm `ensure` (stamp matches, mounts already present):                       0.11 s
-#   warm `run -- true`:                                                          0.10 s
+#   cold `ensure` (debootstrap + apt install, 261 packages in all, + trixie
+#                  binutils 2.44 + writer checks; ~2.2 GB on disk):            145 s
+#   warm `ensure` (stamp matches, mounts already present):                     0.10 s
+#   warm `run -- true`:                                                        0.12 s
 #
 # Usage:
 #   scripts/sid-chroot.sh ensure           build if missing or out of date, then mount
@@ -15,6 +16,7 @@
 #   scripts/sid-chroot.sh shell            interactive bash inside the chroot
 #   scripts/sid-chroot.sh path             print ROOT (no side effects)
 #   scripts/sid-chroot.sh umount           unmount everything this script mounted
+#   scripts/sid-chroot.sh remove           unmount, then delete ROOT (next ensure = cold build)
 #   scripts/sid-chroot.sh verify           re-run the SFrame writer checks
 #
 # Location: ROOT=${SFUNWIND_CHROOT:-/var/cache/sfunwind/sid} (outside the repo,
@@ -42,7 +44,9 @@
 #   clang-23 / lld-23 (`-Wa,--allow-experimental-sframe -Wa,--gsframe`, v2 PCREL)
 #   {aarch64,s390x}-linux-gnu-gcc (v3), qemu-aarch64, qemu-s390x
 #   gdb 18, gdb-multiarch, lldb-23, python3-lldb-23, liblldb-23-dev
+# shellcheck disable=SC2016
 set -euo pipefail
+# (lint) single-quoted scripts below are expanded inside the chroot on purpose
 
 ROOT=${SFUNWIND_CHROOT:-/var/cache/sfunwind/sid}
 ROOT=${ROOT%/}
@@ -187,7 +191,8 @@ stage_binutils_244() {
   in_root sh -c "cd $t/debs && apt-get $(printf "'%s' " "${opts[@]}") download $(printf '%s ' "${TRIXIE_BINUTILS[@]}")" \
     >>"$logf" 2>&1 || die "trixie apt-get download failed, see $logf"
   local v
-  v=$(in_root dpkg-deb -f "$(ls "$ROOT$t/debs/"binutils-x86-64-linux-gnu_*.deb | sed "s|^$ROOT||")" Version)
+  local debs=("$ROOT$t/debs/"binutils-x86-64-linux-gnu_*.deb)
+  v=$(in_root dpkg-deb -f "${debs[0]#"$ROOT"}" Version)
   [[ "$v" == 2.44-* ]] || die "trixie binutils-x86-64-linux-gnu is $v, expected 2.44-*"
   rm -rf "$ROOT$B244"; mkdir -p "$ROOT$B244/bin"
   local deb
@@ -270,7 +275,7 @@ run_cmd() {
     [[ -n "$d" ]] || continue
     if [[ "$here" == "$d" || "$here" == "$d"/* ]]; then cwd=$here; fi
   done < <(bind_dirs)
-  chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
+  exec chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     /bin/sh -c 'cd "$0" && exec "$@"' "$cwd" "$@"
 }
@@ -281,6 +286,7 @@ case "${1:-}" in
   shell) ensure; run_cmd -- bash -l ;;
   path) echo "$ROOT" ;;
   umount) do_umount ;;
+  remove) do_umount; [[ -e "$ROOT" ]] && remove_root; rm -f "$ROOT.lock" "$ROOT.debootstrap.log"; log "removed $ROOT" ;;
   verify) ensure; verify_writers ;;
-  *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,/^set -euo/p' "$0" | sed '/^set -euo/d; /^# shellcheck/d' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
