@@ -26,10 +26,10 @@ Expected<std::unique_ptr<Input>> open_input(const std::string& path, const Input
     if (!file) return std::move(file).error();
     in->elf = std::make_unique<elf::ElfFile>(std::move(*file));
     auto where = in->elf->find_sframe();
-    if (!where) return Error(where.error().code(), path + ": " + where.error().message());
+    if (!where) return std::move(where).error();
     in->where = *where;
     auto bytes = in->elf->sframe_bytes(*where);
-    if (!bytes) return Error(bytes.error().code(), path + ": " + bytes.error().message());
+    if (!bytes) return std::move(bytes).error();
     in->bytes = *bytes;
     auto s = sframe::Section::parse(in->bytes, where->vaddr);
     if (!s) return Error(s.error().code(), path + ": " + where->name + ": " + s.error().message());

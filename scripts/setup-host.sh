@@ -10,7 +10,9 @@ set -euo pipefail
 PACKAGES=(
   # build
   build-essential cmake ninja-build pkg-config
-  libboost-dev libelf-dev libdw-dev elfutils
+  libboost-dev libelf-dev libdw-dev elfutils nlohmann-json3-dev
+  # names for glibc's local functions in backtraces (__libc_start_call_main, ...)
+  libc6-dbg python3
   catch2 libbenchmark-dev
   # debuggers
   gdb gdb-multiarch lldb-19 liblldb-19-dev python3-lldb-19

@@ -16,6 +16,7 @@ struct CfaRule {
     std::uint16_t reg = 0;   // DWARF register number
     std::int32_t offset = 0;
     bool deref = false;
+    bool operator==(const CfaRule&) const = default;
 };
 
 // Where the caller's value of a register (RA or FP) is.

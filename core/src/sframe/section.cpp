@@ -88,6 +88,12 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
     if (!s.view_.contains(0, end_of_header))
         return Error(Errc::Truncated, "auxiliary header of " + std::to_string(h.auxhdr_len) +
                                           " bytes runs past the section", 7);
+    if (s.fde_sub_ > bytes.size())
+        return Error(Errc::Truncated, "FDE sub-section offset " + hex(h.fdeoff) + " points past the end of the " +
+                                          std::to_string(bytes.size()) + "-byte section", 20);
+    if (s.fre_sub_ > bytes.size())
+        return Error(Errc::Truncated, "FRE sub-section offset " + hex(h.freoff) + " points past the end of the " +
+                                          std::to_string(bytes.size()) + "-byte section", 24);
     const std::uint64_t fde_bytes = std::uint64_t{h.num_fdes} * s.layout_->fde_size;
     if (!s.view_.contains(s.fde_sub_, fde_bytes))
         return Error(Errc::Truncated, std::to_string(h.num_fdes) + " FDEs at offset " + hex(s.fde_sub_) +
@@ -148,6 +154,13 @@ Expected<Fre> Section::fre_at(const Fde& fde, std::uint64_t offset) const {
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
     if (offset < fre_sub_)
         return Error(Errc::Malformed, "FRE before the FRE sub-section", offset);
+    if (offset >= frev.size())
+        // Past the end: the FDE's FRE count promises more than there is, so
+        // point at the count (spec v3 section 2.3.2; v1/v2 keep it at 0x0c).
+        return Error(Errc::Truncated, "FDE " + std::to_string(fde.index) + " claims " +
+                                          std::to_string(fde.num_fres) + " FREs, but the FRE sub-section ends at " +
+                                          hex(frev.size()) + " before all of them",
+                     fde.attr_offset == fde.entry_offset ? fde.entry_offset + 12 : fde.attr_offset);
     Fre fre;
     fre.offset = offset;
     const unsigned start_width = 1U << static_cast<unsigned>(fde.fre_type);
@@ -168,7 +181,7 @@ Expected<Fre> Section::fre_at(const Fde& fde, std::uint64_t offset) const {
         if (!frev.load_sized(at, fre.word_size, fre.words[i]))
             return Error(Errc::Truncated, "data word " + std::to_string(i) + " of an FRE of FDE " +
                                               std::to_string(fde.index) + " runs past the FRE sub-section",
-                         at);
+                         offset);
     fre.size = static_cast<std::uint32_t>(at - offset);
     return fre;
 }

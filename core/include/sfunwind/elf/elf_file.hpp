@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+// libelf's handle (<libelf.h> declares it the same way), for libdw users.
+struct Elf;
+
 namespace sfunwind::elf {
 
 // ELF constants that Debian 12's <elf.h> predates.
@@ -39,6 +42,29 @@ struct LoadSegment {
     std::uint32_t flags; // PF_R/PF_W/PF_X
 };
 
+struct ProgramHeader {
+    std::uint32_t type;  // PT_*
+    std::uint32_t flags; // PF_*
+    std::uint64_t offset;
+    std::uint64_t vaddr;
+    std::uint64_t filesz;
+    std::uint64_t memsz;
+    std::uint64_t align;
+};
+
+struct SectionInfo {
+    std::string name;
+    std::uint32_t index;
+    std::uint32_t type;  // SHT_*
+    std::uint64_t flags; // SHF_*
+    std::uint64_t vaddr; // sh_addr: link-time address (0 when not allocated)
+    std::uint64_t offset;
+    std::uint64_t size;
+    std::uint32_t link;
+    // The section's bytes lie inside the file (always false for SHT_NOBITS).
+    bool in_file;
+};
+
 struct Symbol {
     std::string name;
     std::uint64_t value; // link-time address
@@ -57,13 +83,26 @@ public:
     ~ElfFile();
 
     const std::string& name() const noexcept;
+    // The whole file, as read.
+    std::span<const std::uint8_t> image() const noexcept;
+    ByteOrder byte_order() const noexcept;
+    // The libelf handle over image(), for libdw (dwarf_getcfi_elf,
+    // dwarf_begin_elf). It lives as long as this ElfFile (moves keep it).
+    ::Elf* libelf_handle() const noexcept;
     // The ABI from e_machine and EI_DATA (EM_X86_64, EM_AARCH64, EM_S390, EM_PPC64).
     std::optional<Abi> abi() const;
     std::uint16_t machine() const noexcept;
     bool is_pie_or_shared() const noexcept; // ET_DYN
     const std::vector<LoadSegment>& load_segments() const noexcept;
-    // Lowest PT_LOAD vaddr (page-aligned down): a module loaded at runtime
-    // address B has load bias B - this.
+    const std::vector<ProgramHeader>& program_headers() const noexcept;
+    // Section headers; empty when the file has none (or they were zeroed).
+    const std::vector<SectionInfo>& sections() const noexcept;
+    // The first section of that name, if any.
+    const SectionInfo* section(const std::string& name) const;
+    // Lowest PT_LOAD vaddr, aligned down to 4 KiB: a module whose first
+    // mapping starts at runtime address B has load bias B - this. (Loaders
+    // map the first PT_LOAD from its page start; its vaddr is congruent to
+    // its file offset, 0, modulo every page size, so 4 KiB is exact.)
     std::uint64_t link_base() const noexcept;
     std::optional<std::vector<std::uint8_t>> build_id() const;
 
@@ -80,7 +119,8 @@ public:
     // Function symbols from .symtab and .dynsym, sorted by address.
     const std::vector<Symbol>& function_symbols() const;
     // The function symbol containing a link-time address ("name+0x12" form
-    // is left to callers).
+    // is left to callers); the nearest start wins when symbols nest. A
+    // zero-size symbol contains only its own address.
     const Symbol* symbol_for(std::uint64_t addr) const;
 
 private:

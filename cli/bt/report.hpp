@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// What `sfunwind bt` prints: the target, how it stopped, the modules, and
+// each thread's walks, as text or as one JSON document.
+#pragma once
+
+#include "target_modules.hpp"
+#include "thread_walk.hpp"
+
+#include "sfunwind/abi.hpp"
+
+#include <cstdio>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace sfunwind::cli::bt {
+
+struct Report {
+    std::string kind;    // "program" (launched), "process" (attached), "core"
+    std::string program; // the executable
+    std::string core;    // the core file, for "core"
+    pid_t pid = 0;
+    std::string stop;    // how the target stopped, one line
+    Abi abi{};
+    const TargetModules* modules = nullptr;
+    // Names functions ElfFile's symbol tables do not (separate debug files); may be null.
+    DwflSession* dwfl = nullptr;
+    std::vector<ThreadWalk> threads; // the thread that stopped it first
+    bool verbose = false;
+    bool require_complete = false;
+    int exit_status = 0;
+};
+
+// The function containing a frame's PC: the module's own symbols, else libdwfl's.
+SymbolName frame_symbol(const Report& report, std::uint64_t pc, bool is_return_address);
+
+// Whether SFrame frame i's PC is a return address (every caller frame, unless
+// the frame below it was a signal frame, whose interrupted PC is exact).
+bool is_return_address(const Backtrace& bt, std::size_t i);
+
+void print_text(const Report& report, std::FILE* out);
+void print_json(const Report& report, std::FILE* out);
+
+} // namespace sfunwind::cli::bt

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// Addresses are strings ("0x7ffd..."): JSON numbers lose precision above
+// 2^53 in most readers.
+#include "options.hpp"
+#include "report.hpp"
+
+#include "sfunwind/row.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace sfunwind::cli::bt {
+namespace {
+
+using nlohmann::json;
+
+std::string hex(std::uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+json module_json(const TargetModule& m) {
+    json j{{"path", m.path}, {"begin", hex(m.begin)}, {"end", hex(m.end)}, {"bias", hex(m.bias)}};
+    if (m.section) {
+        j["sframe"] = {{"version", static_cast<unsigned>(m.section->version())},
+                       {"fdes", m.section->fde_count()},
+                       {"where", m.where ? m.where->name : ""}};
+    } else {
+        j["sframe"] = nullptr;
+    }
+    if (!m.problem.empty()) j["problem"] = m.problem;
+    return j;
+}
+
+json sframe_json(const Report& r, const ThreadWalk& t) {
+    json frames = json::array();
+    const Backtrace& bt = t.sframe;
+    for (std::size_t i = 0; i < bt.frames.size(); ++i) {
+        const Frame& f = bt.frames[i];
+        const bool ret = is_return_address(bt, i);
+        const SymbolName sym = frame_symbol(r, f.regs.pc, ret);
+        const TargetModule* m = r.modules->find(lookup_pc(f.regs.pc, ret));
+        json j{{"index", i}, {"pc", hex(f.regs.pc)}, {"sp", hex(f.regs.sp)}, {"fp", hex(f.regs.fp)}};
+        j["symbol"] = sym.name.empty() ? json(nullptr) : json(sym.name);
+        if (!sym.name.empty()) j["offset"] = hex(sym.offset);
+        j["module"] = m != nullptr ? json(m->short_name()) : json(nullptr);
+        j["cfa"] = i + 1 < bt.frames.size() ? json(hex(f.cfa)) : json(nullptr);
+        j["row"] = f.row ? json(describe(*f.row, r.abi)) : json(nullptr);
+        frames.push_back(std::move(j));
+    }
+    return {{"frames", std::move(frames)},
+            {"end", {{"kind", to_string(t.end)}, {"message", t.end_message}, {"code", to_string(bt.stop.code())}}}};
+}
+
+json cfi_json(const CfiBacktrace& cfi) {
+    json frames = json::array();
+    for (std::size_t i = 0; i < cfi.frames.size(); ++i) {
+        const CfiFrame& f = cfi.frames[i];
+        json j{{"index", i}, {"pc", hex(f.pc)}, {"activation", f.activation}};
+        j["sp"] = f.sp ? json(hex(*f.sp)) : json(nullptr);
+        j["fp"] = f.fp ? json(hex(*f.fp)) : json(nullptr);
+        j["symbol"] = f.symbol.empty() ? json(nullptr) : json(f.symbol);
+        if (!f.symbol.empty()) j["offset"] = hex(f.symbol_offset);
+        j["module"] = f.module.empty() ? json(nullptr) : json(f.module);
+        frames.push_back(std::move(j));
+    }
+    return {{"frames", std::move(frames)}, {"end_error", cfi.end_error.empty() ? json(nullptr) : json(cfi.end_error)}};
+}
+
+json comparison_json(const Comparison& c) {
+    json frames = json::array();
+    for (const auto& m : c.frames) {
+        json j{{"equal", m.equal()}, {"pc", m.pc}};
+        j["sp"] = m.sp_compared ? json(m.sp) : json(nullptr);
+        j["cfa"] = m.cfa_compared ? json(m.cfa) : json(nullptr);
+        j["fp"] = m.fp_compared ? json(m.fp) : json(nullptr);
+        frames.push_back(std::move(j));
+    }
+    json j{{"compared", c.frames.size()}, {"equal", c.equal}, {"agree", c.agree()},
+           {"cfi_beyond", c.cfi_beyond}, {"frames", std::move(frames)}};
+    j["first_difference"] = c.first_difference
+                                ? json{{"frame", *c.first_difference}, {"what", c.first_difference_what}}
+                                : json(nullptr);
+    return j;
+}
+
+} // namespace
+
+void print_json(const Report& r, std::FILE* out) {
+    json doc;
+    doc["target"] = {{"kind", r.kind}, {"program", r.program}, {"pid", r.pid}};
+    if (!r.core.empty()) doc["target"]["core"] = r.core;
+    doc["stop"] = r.stop;
+    doc["abi"] = std::string(r.abi.name);
+    json modules = json::array();
+    for (const auto& m : r.modules->all()) modules.push_back(module_json(m));
+    doc["modules"] = std::move(modules);
+    json threads = json::array();
+    for (const auto& t : r.threads) {
+        json j{{"tid", t.tid}, {"passed", t.passed(r.require_complete)}};
+        j["signal"] = t.signal != 0 ? json(signal_name(t.signal)) : json(nullptr);
+        if (!t.stop_detail.empty()) j["stop_detail"] = t.stop_detail;
+        if (!t.error.empty()) {
+            j["error"] = t.error;
+        } else {
+            j["sframe"] = sframe_json(r, t);
+            if (t.cfi) j["cfi"] = cfi_json(*t.cfi);
+            if (t.comparison) j["comparison"] = comparison_json(*t.comparison);
+        }
+        threads.push_back(std::move(j));
+    }
+    doc["threads"] = std::move(threads);
+    doc["exit_status"] = r.exit_status;
+    const std::string text = doc.dump(2);
+    std::fprintf(out, "%s\n", text.c_str());
+}
+
+} // namespace sfunwind::cli::bt

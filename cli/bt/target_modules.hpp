@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// The ELF modules mapped into a target (program, shared libraries, vdso):
+// where each is loaded, its SFrame section if it has one, and its symbols.
+// Modules without SFrame are kept too, so that frames in them are named and
+// a walk that reaches them can say where it left the covered code.
+#pragma once
+
+#include "proc_maps.hpp"
+
+#include "sfunwind/elf/elf_file.hpp"
+#include "sfunwind/sframe/section.hpp"
+#include "sfunwind/unwind/module_set.hpp"
+#include "sfunwind/unwind/step.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace sfunwind::cli::bt {
+
+struct TargetModule {
+    std::string path;           // as the target names it (maps, link map)
+    std::uint64_t begin = 0;    // runtime range of its mappings
+    std::uint64_t end = 0;
+    std::uint64_t bias = 0;     // runtime address - link-time address
+    std::shared_ptr<const elf::ElfFile> elf;        // null when unreadable
+    std::shared_ptr<const sframe::Section> section; // null without SFrame
+    std::optional<elf::SframeLocation> where;
+    // Without SFrame: why ("no .sframe section", "cannot open ...: ...").
+    std::string problem;
+
+    std::string short_name() const; // the path's last component
+};
+
+struct SymbolName {
+    std::string name;           // empty when no symbol covers the address
+    std::uint64_t offset = 0;   // from the symbol's start
+};
+
+class TargetModules {
+public:
+    void add(TargetModule module);
+    // The module whose mappings hold a runtime address, or null.
+    const TargetModule* find(std::uint64_t addr) const;
+    const std::vector<TargetModule>& all() const noexcept { return modules_; }
+
+    // The modules that have SFrame, for sfunwind::backtrace().
+    ModuleSet sframe_modules() const;
+    // The function containing `pc` (pc - 1 for a return address, whose call
+    // may be the last instruction of a noreturn caller).
+    SymbolName symbol(std::uint64_t pc, bool is_return_address) const;
+
+private:
+    std::vector<TargetModule> modules_; // sorted by begin
+};
+
+// Reads the file, finds and parses its SFrame section; failures are recorded
+// in `problem`, never fatal: a module without SFrame is still a module.
+void load_module_file(TargetModule& m, const std::string& open_path);
+void load_module_image(TargetModule& m, std::span<const std::uint8_t> image);
+
+// The modules of a live process from /proc/PID/maps: every mapped ELF file,
+// and the vdso read from the process's memory.
+TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps, MemoryReader& memory);
+
+} // namespace sfunwind::cli::bt

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// Translating an SFrame section into DWARF call frame information: a
+// .debug_frame section (DWARF 5 section 6.4.1; CIE version 3) whose rows are
+// exactly the SFrame rows, so that a debugger that only reads DWARF CFI
+// (LLDB through a generated debug file) unwinds by SFrame.
+//
+// Every SFrame rule has an exact DWARF form:
+//   CFA = reg + off            DW_CFA_def_cfa / _def_cfa_offset / _def_cfa_register
+//   CFA = *(reg + off)         DW_CFA_def_cfa_expression: DW_OP_breg<reg> off; DW_OP_deref
+//   R at CFA + off             DW_CFA_offset / _offset_extended_sf (factored by -8),
+//                              else DW_CFA_expression: DW_OP_consts off; DW_OP_plus
+//   R = CFA + off              DW_CFA_val_expression: DW_OP_consts off; DW_OP_plus
+//   R at reg + off             DW_CFA_expression: DW_OP_breg<reg> off
+//   R = reg (+ off)            DW_CFA_register (off 0), else DW_CFA_val_expression
+//   R same / undefined         DW_CFA_same_value / DW_CFA_undefined
+//   signed RA (AArch64)        DW_CFA_AARCH64_negate_ra_state at each change of state;
+//                              PAuth key B: CIE augmentation "zB"
+//   signal frame (v3)          CIE augmentation "zS"
+//   PC-mask FDEs (PLT)         the repeat block's rows written out for every block
+// DW_CFA_val_offset is never used: LLDB (19 and earlier) skips it without
+// reading its operands and misparses everything after it.
+//
+// Registers that the ABI says a callee preserves but SFrame does not track
+// (x86-64 rbx, r12-r15; ...) are DW_CFA_undefined in every row: a debugger
+// then reports them unavailable in caller frames instead of showing the
+// callee's (stale) values.
+#pragma once
+
+#include "sfunwind/abi.hpp"
+#include "sfunwind/error.hpp"
+#include "sfunwind/sframe/section.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sfunwind::cfi {
+
+struct DebugFrameOptions {
+    // Mark the callee-saved registers SFrame cannot restore undefined.
+    bool undefine_untracked_callee_saved = true;
+};
+
+// One DWARF FDE written: the function it describes (link-time addresses).
+struct WrittenFunction {
+    std::uint64_t start = 0;
+    std::uint64_t size = 0;
+    std::uint32_t sframe_fde = 0;    // index of the SFrame FDE it came from
+    std::uint64_t offset = 0;        // offset of the DWARF FDE in .debug_frame
+    std::uint32_t rows = 0;          // DWARF rows written (PC-mask FDEs: all blocks)
+    bool pc_mask = false;
+};
+
+struct DebugFrame {
+    std::vector<std::uint8_t> bytes;         // the .debug_frame section, in the ABI's byte order
+    std::vector<WrittenFunction> functions;  // in SFrame FDE order
+    // SFrame FDEs that could not be read (each error names the FDE and its
+    // offset in the SFrame section); the rest of the section is still written.
+    std::vector<Error> skipped;
+};
+
+// The callee-saved registers of an ABI that SFrame has no rule for (DWARF
+// numbers): x86-64 psABI section 3.2.1 (rbx, r12-r15; rbp is SFrame's FP),
+// AAPCS64 section 6.1.1 (x19-x28, d8-d15; x29 is the FP), s390x ELF ABI
+// section 1.2.1.1 (r6-r10, r12, r13, f8-f15; r11 is the FP, r14 the RA).
+std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi);
+
+// Translates every FDE of the section. Fails only when the ABI has no DWARF
+// mapping here (ppc64) or nothing could be written.
+Expected<DebugFrame> write_debug_frame(const sframe::Section& section, const DebugFrameOptions& options = {});
+
+} // namespace sfunwind::cfi

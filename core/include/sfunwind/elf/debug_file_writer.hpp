@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+// Writing a separate debug file for a program (written with libelf): a copy of
+// the program, every section and segment at its original file offset, with a
+// .debug_frame section added (or replaced) and a .symtab that names every
+// function a debugger must unwind through.
+//
+// Why a whole copy and not an --only-keep-debug style file: LLDB 19 replaces a
+// non-stripped program's section list with the debug file's, and breakpoints by
+// name and variables then break unless the debug file has the program's
+// sections too. Why the extra symbols: LLDB consults .debug_frame only for a
+// PC inside a symbol, and a debug file's .symtab hides the program's .dynsym,
+// so the new .symtab holds the program's .symtab entries, its defined .dynsym
+// entries, and one function symbol per added function.
+//
+// The build-id note is copied with the rest, so the file is found by build-id
+// (.build-id/xx/yyyy.debug) and matches the program's UUID.
+#pragma once
+
+#include "sfunwind/elf/elf_file.hpp"
+#include "sfunwind/error.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sfunwind::elf {
+
+struct DebugFileContents {
+    std::span<const std::uint8_t> debug_frame;  // in the program's byte order
+    // Functions to name (link-time start and size), for example one per FDE.
+    // One that starts where a function symbol of the program already starts is
+    // left out; the others become local STT_FUNC symbols.
+    std::vector<Symbol> functions;
+};
+
+struct DebugFileReport {
+    std::size_t symbols = 0;        // entries of the new .symtab, the null entry included
+    std::size_t added_functions = 0;
+    std::size_t copied_dynamic = 0; // .dynsym entries copied in
+    std::uint64_t file_size = 0;
+};
+
+// Writes the debug file to `path` (created or truncated). ELFCLASS64 only.
+// Errors name the program and the output path.
+Expected<DebugFileReport> write_debug_file(const ElfFile& program, const DebugFileContents& contents,
+                                           const std::string& path);
+
+} // namespace sfunwind::elf

@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: MIT
+// SFrame rows to .debug_frame. Layouts follow DWARF 5 section 6.4.1 (CIE and
+// FDE, 32-bit DWARF format, CIE version 3) and the opcode encodings of
+// section 7.24; the rule table is in the header.
+#include "sfunwind/cfi/dwarf_writer.hpp"
+
+#include <boost/endian/conversion.hpp>
+#include <dwarf.h>
+
+#include <array>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace sfunwind::cfi {
+namespace {
+
+// Every offset rule is factored by this (DW_CFA_offset et al.); 8 is the slot
+// size of all three 64-bit ABIs, and offsets that are not a multiple of it
+// fall back to expressions.
+constexpr std::int64_t data_alignment = -8;
+constexpr std::uint32_t address_size = 8;
+constexpr std::uint8_t cie_version = 3; // ULEB return-address column, no address_size field
+
+std::string hex(std::uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+class Emitter {
+public:
+    Emitter(std::vector<std::uint8_t>& out, ByteOrder order) : out_(out), order_(order) {}
+
+    void u8(unsigned v) { out_.push_back(static_cast<std::uint8_t>(v)); }
+    void u16(std::uint16_t v) { fixed(v, 2); }
+    void u32(std::uint32_t v) { fixed(v, 4); }
+    void u64(std::uint64_t v) { fixed(v, 8); }
+    void patch_u32(std::size_t at, std::uint32_t v) {
+        std::array<std::uint8_t, 4> b{};
+        if (order_ == ByteOrder::Little)
+            boost::endian::endian_store<std::uint32_t, 4, boost::endian::order::little>(b.data(), v);
+        else
+            boost::endian::endian_store<std::uint32_t, 4, boost::endian::order::big>(b.data(), v);
+        for (std::size_t i = 0; i < 4; ++i) out_[at + i] = b[i];
+    }
+    void uleb(std::uint64_t v) {
+        do {
+            std::uint8_t b = v & 0x7fU;
+            v >>= 7;
+            if (v != 0) b |= 0x80U;
+            out_.push_back(b);
+        } while (v != 0);
+    }
+    void sleb(std::int64_t v) {
+        while (true) {
+            const auto b = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) & 0x7fU);
+            v >>= 7; // arithmetic shift: C++20 defines it for negative values
+            const bool sign = (b & 0x40U) != 0;
+            if ((v == 0 && !sign) || (v == -1 && sign)) {
+                out_.push_back(b);
+                return;
+            }
+            out_.push_back(static_cast<std::uint8_t>(b | 0x80U));
+        }
+    }
+    void bytes(const std::vector<std::uint8_t>& b) { out_.insert(out_.end(), b.begin(), b.end()); }
+    std::size_t size() const { return out_.size(); }
+    // DW_CFA_nop up to a multiple of the address size, counted from the
+    // entry's start (the length field included: DWARF 5 section 6.4.1).
+    void pad_entry(std::size_t entry_start) {
+        while ((out_.size() - entry_start) % address_size != 0) u8(DW_CFA_nop);
+    }
+
+private:
+    void fixed(std::uint64_t v, unsigned n) {
+        std::array<std::uint8_t, 8> b{};
+        if (order_ == ByteOrder::Little)
+            boost::endian::endian_store<std::uint64_t, 8, boost::endian::order::little>(b.data(), v);
+        else
+            boost::endian::endian_store<std::uint64_t, 8, boost::endian::order::big>(b.data(), v);
+        const std::size_t first = order_ == ByteOrder::Little ? 0 : 8 - n;
+        out_.insert(out_.end(), b.begin() + static_cast<std::ptrdiff_t>(first),
+                    b.begin() + static_cast<std::ptrdiff_t>(first + n));
+    }
+
+    std::vector<std::uint8_t>& out_;
+    ByteOrder order_;
+};
+
+// A DWARF expression (DW_FORM_block contents) in a scratch buffer.
+class Expr {
+public:
+    Expr() = default;
+    Expr(const Expr&) = delete;
+    Expr& operator=(const Expr&) = delete;
+    Expr& breg(std::uint16_t reg, std::int32_t off) {
+        if (reg < 32) {
+            e_.u8(static_cast<unsigned>(DW_OP_breg0) + reg);
+        } else {
+            e_.u8(DW_OP_bregx);
+            e_.uleb(reg);
+        }
+        e_.sleb(off);
+        return *this;
+    }
+    // The CFA is on the stack when a register rule's expression starts
+    // (DWARF 5 section 6.4.2.3, DW_CFA_expression): add `off` to it.
+    Expr& plus_const(std::int32_t off) {
+        e_.u8(DW_OP_consts);
+        e_.sleb(off);
+        e_.u8(DW_OP_plus);
+        return *this;
+    }
+    Expr& deref() {
+        e_.u8(DW_OP_deref);
+        return *this;
+    }
+    const std::vector<std::uint8_t>& bytes() const { return buf_; }
+
+private:
+    std::vector<std::uint8_t> buf_;
+    Emitter e_{buf_, ByteOrder::Little}; // expressions hold no fixed-size fields
+};
+
+void block(Emitter& e, const Expr& x) {
+    e.uleb(x.bytes().size());
+    e.bytes(x.bytes());
+}
+
+bool divisible(std::int64_t off) { return off % data_alignment == 0; }
+
+void emit_register_rule(Emitter& e, std::uint16_t col, const RegRule& r) {
+    switch (r.kind) {
+    case RegRule::Kind::Undefined:
+        e.u8(DW_CFA_undefined);
+        e.uleb(col);
+        return;
+    case RegRule::Kind::SameValue:
+        e.u8(DW_CFA_same_value);
+        e.uleb(col);
+        return;
+    case RegRule::Kind::AtCfa: {
+        if (!divisible(r.offset)) {
+            e.u8(DW_CFA_expression);
+            e.uleb(col);
+            block(e, Expr().plus_const(r.offset));
+            return;
+        }
+        const std::int64_t factored = r.offset / data_alignment;
+        if (factored >= 0 && col < 64) {
+            e.u8(static_cast<unsigned>(DW_CFA_offset) | col);
+            e.uleb(static_cast<std::uint64_t>(factored));
+        } else if (factored >= 0) {
+            e.u8(DW_CFA_offset_extended);
+            e.uleb(col);
+            e.uleb(static_cast<std::uint64_t>(factored));
+        } else {
+            e.u8(DW_CFA_offset_extended_sf);
+            e.uleb(col);
+            e.sleb(factored);
+        }
+        return;
+    }
+    case RegRule::Kind::ValCfa:
+        e.u8(DW_CFA_val_expression);
+        e.uleb(col);
+        block(e, Expr().plus_const(r.offset));
+        return;
+    case RegRule::Kind::AtReg:
+        e.u8(DW_CFA_expression);
+        e.uleb(col);
+        block(e, Expr().breg(r.reg, r.offset));
+        return;
+    case RegRule::Kind::ValReg:
+        if (r.offset == 0) {
+            e.u8(DW_CFA_register);
+            e.uleb(col);
+            e.uleb(r.reg);
+        } else {
+            e.u8(DW_CFA_val_expression);
+            e.uleb(col);
+            block(e, Expr().breg(r.reg, r.offset));
+        }
+        return;
+    }
+}
+
+// A CFA rule DW_CFA_def_cfa_offset/_register may modify: register + offset,
+// written with DW_CFA_def_cfa or DW_CFA_def_cfa_sf.
+bool register_based(const CfaRule& c) { return !c.deref && (c.offset >= 0 || divisible(c.offset)); }
+
+void emit_cfa_rule(Emitter& e, const std::optional<CfaRule>& prev, const CfaRule& c) {
+    if (!register_based(c)) {
+        Expr x;
+        x.breg(c.reg, c.offset);
+        if (c.deref) x.deref();
+        e.u8(DW_CFA_def_cfa_expression);
+        block(e, x);
+        return;
+    }
+    if (c.offset < 0) {
+        e.u8(DW_CFA_def_cfa_sf);
+        e.uleb(c.reg);
+        e.sleb(c.offset / data_alignment);
+        return;
+    }
+    if (prev && register_based(*prev)) {
+        if (prev->reg == c.reg) {
+            e.u8(DW_CFA_def_cfa_offset);
+            e.uleb(static_cast<std::uint64_t>(c.offset));
+            return;
+        }
+        if (prev->offset == c.offset) {
+            e.u8(DW_CFA_def_cfa_register);
+            e.uleb(c.reg);
+            return;
+        }
+    }
+    e.u8(DW_CFA_def_cfa);
+    e.uleb(c.reg);
+    e.uleb(static_cast<std::uint64_t>(c.offset));
+}
+
+bool same_rule(const RegRule& a, const RegRule& b) {
+    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset;
+}
+
+bool same_cfa(const CfaRule& a, const CfaRule& b) {
+    return a.reg == b.reg && a.offset == b.offset && a.deref == b.deref;
+}
+
+// The rules in force after the instructions written so far in one FDE.
+struct State {
+    std::optional<CfaRule> cfa;
+    std::optional<RegRule> ra;
+    std::optional<RegRule> fp;
+    bool ra_signed = false;
+    std::uint64_t loc = 0; // offset from the function start
+};
+
+void advance(Emitter& e, std::uint64_t delta) {
+    // Code alignment factor 1: deltas are bytes.
+    if (delta == 0) return;
+    if (delta < 0x40) {
+        e.u8(static_cast<unsigned>(DW_CFA_advance_loc) | static_cast<unsigned>(delta));
+    } else if (delta <= 0xff) {
+        e.u8(DW_CFA_advance_loc1);
+        e.u8(static_cast<unsigned>(delta));
+    } else if (delta <= 0xffff) {
+        e.u8(DW_CFA_advance_loc2);
+        e.u16(static_cast<std::uint16_t>(delta));
+    } else {
+        e.u8(DW_CFA_advance_loc4);
+        e.u32(static_cast<std::uint32_t>(delta));
+    }
+}
+
+class Writer {
+public:
+    Writer(const sframe::Section& section, const DebugFrameOptions& options)
+        : section_(section), abi_(section.abi()), options_(options), e_(out_.bytes, abi_.order) {}
+
+    DebugFrame run() {
+        const std::uint32_t n = section_.fde_count();
+        for (std::uint32_t i = 0; i < n; ++i) {
+            auto fde = section_.fde(i);
+            if (!fde) {
+                out_.skipped.push_back(std::move(fde).error());
+                continue;
+            }
+            auto status = write_fde(*fde);
+            if (!status) out_.skipped.push_back(std::move(status).error());
+        }
+        return std::move(out_);
+    }
+
+private:
+    // One CIE per (signal frame, PAuth key B) combination in use.
+    std::uint32_t cie_for(bool signal, bool key_b) {
+        const int key = (signal ? 1 : 0) | (key_b ? 2 : 0);
+        if (auto it = cies_.find(key); it != cies_.end()) return it->second;
+        const std::size_t start = e_.size();
+        e_.u32(0); // length, patched below
+        e_.u32(0xffffffffU); // CIE_id of a 32-bit .debug_frame CIE
+        e_.u8(cie_version);
+        std::string aug;
+        if (signal || key_b) {
+            aug = "z";
+            if (signal) aug += 'S';
+            if (key_b) aug += 'B';
+        }
+        for (const char c : aug) e_.u8(static_cast<unsigned char>(c));
+        e_.u8(0);
+        e_.uleb(1);             // code alignment factor
+        e_.sleb(data_alignment);
+        e_.uleb(abi_.ra_reg);   // return-address column
+        if (!aug.empty()) e_.uleb(0); // no augmentation data
+        if (options_.undefine_untracked_callee_saved)
+            for (const std::uint16_t r : untracked_callee_saved(abi_)) {
+                e_.u8(DW_CFA_undefined);
+                e_.uleb(r);
+            }
+        // The caller's SP is the CFA plus the ABI's offset (s390x: CFA - 160,
+        // SFrame v2 erratum 1); DWARF's default would be the CFA itself.
+        if (abi_.sp_from_cfa != 0) {
+            e_.u8(DW_CFA_val_expression);
+            e_.uleb(abi_.sp_reg);
+            block(e_, Expr().plus_const(abi_.sp_from_cfa));
+        }
+        e_.pad_entry(start);
+        e_.patch_u32(start, static_cast<std::uint32_t>(e_.size() - start - 4));
+        const auto offset = static_cast<std::uint32_t>(start);
+        cies_.emplace(key, offset);
+        return offset;
+    }
+
+    void emit_row(State& st, const Row& row, std::uint64_t at) {
+        if (at > st.loc) {
+            advance(e_, at - st.loc);
+            st.loc = at;
+        }
+        if (!st.cfa || !same_cfa(*st.cfa, row.cfa)) {
+            emit_cfa_rule(e_, st.cfa, row.cfa);
+            st.cfa = row.cfa;
+        }
+        if (!st.ra || !same_rule(*st.ra, row.ra)) {
+            emit_register_rule(e_, abi_.ra_reg, row.ra);
+            st.ra = row.ra;
+        }
+        if (!st.fp || !same_rule(*st.fp, row.fp)) {
+            emit_register_rule(e_, abi_.fp_reg, row.fp);
+            st.fp = row.fp;
+        }
+        // DW_CFA_AARCH64_negate_ra_state toggles the signing state (AArch64
+        // DWARF supplement, section 4.4.1), which starts unsigned.
+        if (row.mangled_ra != st.ra_signed) {
+            e_.u8(DW_CFA_AARCH64_negate_ra_state);
+            st.ra_signed = row.mangled_ra;
+        }
+    }
+
+    Status write_fde(const sframe::Fde& fde) {
+        auto fres = section_.fres(fde);
+        if (!fres) return std::move(fres).error();
+        // SFrame v1 PC-mask FDEs have no repeat block size (it came with v2);
+        // their FRE starts are read from the function start, as lookup()
+        // reads them, so they are written as one block.
+        const bool mask = fde.pc_type == sframe::PcType::Mask &&
+                          !(fde.rep_size == 0 && section_.version() == sframe::Version::V1);
+        if (mask && fde.rep_size == 0 && !fres->empty())
+            return Error(Errc::Malformed,
+                         "FDE " + std::to_string(fde.index) + " at " + hex(fde.start) +
+                             " is a PC-mask FDE with a zero repeat block size",
+                         fde.entry_offset);
+
+        std::vector<std::pair<std::uint64_t, Row>> rows;
+        if (fres->empty()) {
+            // An FDE without FREs is the outermost frame where the version
+            // says so (SFrame v3 section 2.3); lookup() knows which.
+            auto row = section_.lookup(fde.start);
+            if (!row) return std::move(row).error();
+            Row r = *row;
+            // A CFA rule is required even where nothing is unwound.
+            r.cfa = CfaRule{abi_.sp_reg, -abi_.sp_from_cfa, false};
+            rows.emplace_back(0, r);
+        } else {
+            const std::uint64_t block = mask ? fde.rep_size : fde.size;
+            for (std::uint64_t base = 0; base < fde.size; base += block) {
+                for (std::uint32_t i = 0; i < fres->size(); ++i) {
+                    const sframe::Fre& fre = (*fres)[i];
+                    if (base + fre.start >= fde.size) break;
+                    const std::uint64_t next = i + 1 < fres->size() ? (*fres)[i + 1].start : block;
+                    auto row = section_.row(fde, fre, i, next);
+                    if (!row) return std::move(row).error();
+                    rows.emplace_back(base + fre.start, *row);
+                }
+                if (!mask) break;
+            }
+        }
+
+        const std::uint32_t cie = cie_for(fde.signal, fde.pauth_key == sframe::PauthKey::B);
+        const bool z = fde.signal || fde.pauth_key == sframe::PauthKey::B;
+        WrittenFunction fn;
+        fn.start = fde.start;
+        fn.size = fde.size;
+        fn.sframe_fde = fde.index;
+        fn.pc_mask = fde.pc_type == sframe::PcType::Mask;
+        const std::size_t start = e_.size();
+        fn.offset = start;
+        e_.u32(0);     // length
+        e_.u32(cie);   // CIE_pointer: section offset of the CIE
+        e_.u64(fde.start);
+        e_.u64(fde.size);
+        if (z) e_.uleb(0); // augmentation data length
+        State st;
+        for (const auto& [at, row] : rows) emit_row(st, row, at);
+        fn.rows = static_cast<std::uint32_t>(rows.size());
+        e_.pad_entry(start);
+        e_.patch_u32(start, static_cast<std::uint32_t>(e_.size() - start - 4));
+        out_.functions.push_back(fn);
+        return ok();
+    }
+
+    const sframe::Section& section_;
+    const Abi& abi_;
+    DebugFrameOptions options_;
+    DebugFrame out_;
+    Emitter e_;
+    std::map<int, std::uint32_t> cies_;
+};
+
+constexpr std::array<std::uint16_t, 5> amd64_untracked{3, 12, 13, 14, 15};
+constexpr std::array<std::uint16_t, 18> aarch64_untracked{19, 20, 21, 22, 23, 24, 25, 26, 27,
+                                                          28, 72, 73, 74, 75, 76, 77, 78, 79};
+constexpr std::array<std::uint16_t, 15> s390x_untracked{6,  7,  8,  9,  10, 12, 13, 24,
+                                                        25, 26, 27, 28, 29, 30, 31};
+
+} // namespace
+
+std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi) {
+    switch (abi.arch) {
+    case Arch::X86_64: return amd64_untracked;
+    case Arch::AArch64: return aarch64_untracked;
+    case Arch::S390x: return s390x_untracked;
+    case Arch::Ppc64: break;
+    }
+    return {};
+}
+
+Expected<DebugFrame> write_debug_frame(const sframe::Section& section, const DebugFrameOptions& options) {
+    if (section.abi().arch == Arch::Ppc64)
+        return Error(Errc::Unsupported, "no DWARF register mapping for " + std::string(section.abi().name));
+    DebugFrame out = Writer(section, options).run();
+    if (out.functions.empty() && section.fde_count() != 0)
+        return Error(Errc::Malformed, "no FDE of the SFrame section could be translated: " +
+                                          out.skipped.front().message());
+    return out;
+}
+
+} // namespace sfunwind::cfi

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: MIT
+// ElfFile: libelf over an owned copy of the file. libelf checks the header
+// tables against the image size too, but every offset and size taken from the
+// file is checked here as well before it is used to index the image.
+#include "sfunwind/elf/elf_file.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <elf.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <mutex>
+#include <tuple>
+
+namespace sfunwind::elf {
+namespace {
+
+std::string hex(std::uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// True when [offset, offset + size) lies inside a file of file_size bytes;
+// safe against overflow.
+bool fits(std::uint64_t offset, std::uint64_t size, std::uint64_t file_size) {
+    return offset <= file_size && size <= file_size - offset;
+}
+
+// libelf keeps a per-process version handshake; it must precede elf_memory.
+bool libelf_ready() {
+    static const bool ready = elf_version(EV_CURRENT) != EV_NONE;
+    return ready;
+}
+
+constexpr std::uint64_t small_page = 4096;
+
+} // namespace
+
+struct ElfFile::Impl {
+    std::string name;
+    std::vector<std::uint8_t> image;
+    ::Elf* elf = nullptr;
+    ByteOrder order = ByteOrder::Little;
+    std::uint16_t machine = 0;
+    std::uint16_t type = 0;
+    std::vector<ProgramHeader> phdrs;
+    std::vector<LoadSegment> loads;
+    std::uint64_t link_base = 0;
+    std::vector<SectionInfo> sections;
+
+    // Symbols are read on first use: most callers (the unwinder) never need
+    // them, and .symtab can be large.
+    mutable std::once_flag symbols_once;
+    mutable std::vector<Symbol> symbols;
+    mutable std::vector<std::uint64_t> max_end; // max(value + size) over symbols[0..i]
+
+    Impl() = default;
+    Impl(const Impl&) = delete;
+    Impl& operator=(const Impl&) = delete;
+    ~Impl() {
+        if (elf != nullptr) elf_end(elf);
+    }
+
+    Error error(Errc code, const std::string& what, std::uint64_t where = no_offset) const {
+        return Error(code, name + ": " + what, where);
+    }
+    Error libelf_error(const std::string& what, std::uint64_t where = no_offset) const {
+        return error(Errc::Malformed, what + ": " + elf_errmsg(-1), where);
+    }
+
+    Status read_headers();
+    void read_symbols() const;
+    void read_symbol_table(const SectionInfo& table) const;
+};
+
+Status ElfFile::Impl::read_headers() {
+    const std::uint64_t size = image.size();
+    // The identification bytes decide everything else (gABI "ELF
+    // Identification"); check them before libelf interprets the rest.
+    if (size < EI_NIDENT)
+        return error(Errc::Truncated,
+                     "file is " + std::to_string(size) + " bytes, too short for an ELF header", 0);
+    if (std::memcmp(image.data(), ELFMAG, SELFMAG) != 0)
+        return error(Errc::BadMagic, "not an ELF file", 0);
+    if (image[EI_CLASS] == ELFCLASS32)
+        return error(
+            Errc::Unsupported,
+            "32-bit ELF (ELFCLASS32) is not supported; SFrame is defined for 64-bit ABIs only",
+            EI_CLASS);
+    if (image[EI_CLASS] != ELFCLASS64)
+        return error(Errc::Malformed, "bad ELF class " + std::to_string(image[EI_CLASS]), EI_CLASS);
+    if (image[EI_DATA] == ELFDATA2LSB)
+        order = ByteOrder::Little;
+    else if (image[EI_DATA] == ELFDATA2MSB)
+        order = ByteOrder::Big;
+    else
+        return error(Errc::Malformed, "bad ELF data encoding " + std::to_string(image[EI_DATA]),
+                     EI_DATA);
+    if (size < sizeof(Elf64_Ehdr))
+        return error(
+            Errc::Truncated,
+            "file is " + std::to_string(size) + " bytes, too short for the 64-byte ELF header", 0);
+
+    if (!libelf_ready()) return error(Errc::Unsupported, std::string("libelf: ") + elf_errmsg(-1));
+    elf = elf_memory(reinterpret_cast<char*>(image.data()), image.size());
+    if (elf == nullptr || elf_kind(elf) != ELF_K_ELF)
+        return libelf_error("libelf cannot read the ELF header", 0);
+
+    GElf_Ehdr ehdr;
+    if (gelf_getehdr(elf, &ehdr) == nullptr) return libelf_error("bad ELF header", 0);
+    machine = ehdr.e_machine;
+    type = ehdr.e_type;
+
+    // Program headers (gABI "Program Header"). libelf clamps the counts to
+    // what fits in the image; a cut file must fail instead, so the header's
+    // own counts are checked. Only the extended-numbering escapes (PN_XNUM,
+    // or e_shnum 0 with a table) keep their real counts in section 0, where
+    // libelf reads them.
+    std::size_t phnum = ehdr.e_phnum;
+    if (ehdr.e_phnum == PN_XNUM && elf_getphdrnum(elf, &phnum) != 0)
+        return libelf_error("bad extended program header count", offsetof(Elf64_Ehdr, e_phnum));
+    if (phnum > 0) {
+        if (ehdr.e_phentsize != sizeof(Elf64_Phdr))
+            return error(Errc::Malformed,
+                         "program header entry size " + std::to_string(ehdr.e_phentsize) +
+                             ", expected " + std::to_string(sizeof(Elf64_Phdr)),
+                         offsetof(Elf64_Ehdr, e_phentsize));
+        if (!fits(ehdr.e_phoff, std::uint64_t{phnum} * sizeof(Elf64_Phdr), size))
+            return error(Errc::Truncated,
+                         std::to_string(phnum) + " program headers at offset " + hex(ehdr.e_phoff) +
+                             " run past the end of the file (" + std::to_string(size) + " bytes)",
+                         ehdr.e_phoff);
+    }
+    for (std::size_t i = 0; i < phnum; ++i) {
+        GElf_Phdr ph;
+        const std::uint64_t at = ehdr.e_phoff + i * sizeof(Elf64_Phdr);
+        if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr)
+            return libelf_error("cannot read program header " + std::to_string(i), at);
+        phdrs.push_back(
+            {ph.p_type, ph.p_flags, ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz, ph.p_align});
+        if (ph.p_type == PT_LOAD)
+            loads.push_back({ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags});
+    }
+    if (!loads.empty()) {
+        std::uint64_t lowest = loads.front().vaddr;
+        for (const auto& l : loads)
+            lowest = std::min(lowest, l.vaddr);
+        link_base = lowest & ~(small_page - 1);
+    }
+
+    // Section headers are optional in an executable or shared object
+    // (gABI "Sections"); a file without them still has its segments.
+    std::size_t shnum = ehdr.e_shnum;
+    if (shnum == 0 && ehdr.e_shoff != 0) {
+        if (!fits(ehdr.e_shoff, sizeof(Elf64_Shdr), size))
+            return error(Errc::Truncated,
+                         "section header 0 at offset " + hex(ehdr.e_shoff) +
+                             " runs past the end of the file (" + std::to_string(size) + " bytes)",
+                         ehdr.e_shoff);
+        if (elf_getshdrnum(elf, &shnum) != 0)
+            return libelf_error("bad extended section header count", offsetof(Elf64_Ehdr, e_shnum));
+    }
+    if (shnum == 0) return ok();
+    if (ehdr.e_shentsize != sizeof(Elf64_Shdr))
+        return error(Errc::Malformed,
+                     "section header entry size " + std::to_string(ehdr.e_shentsize) +
+                         ", expected " + std::to_string(sizeof(Elf64_Shdr)),
+                     offsetof(Elf64_Ehdr, e_shentsize));
+    if (!fits(ehdr.e_shoff, std::uint64_t{shnum} * sizeof(Elf64_Shdr), size))
+        return error(Errc::Truncated,
+                     std::to_string(shnum) + " section headers at offset " + hex(ehdr.e_shoff) +
+                         " run past the end of the file (" + std::to_string(size) + " bytes)",
+                     ehdr.e_shoff);
+    std::size_t shstrndx = 0;
+    const bool have_names =
+        elf_getshdrstrndx(elf, &shstrndx) == 0 && shstrndx != SHN_UNDEF && shstrndx < shnum;
+    for (std::size_t i = 0; i < shnum; ++i) {
+        Elf_Scn* scn = elf_getscn(elf, i);
+        GElf_Shdr sh;
+        const std::uint64_t at = ehdr.e_shoff + i * sizeof(Elf64_Shdr);
+        if (scn == nullptr || gelf_getshdr(scn, &sh) == nullptr)
+            return libelf_error("cannot read section header " + std::to_string(i), at);
+        // elf_strptr checks the string lies inside a NUL-terminated string table.
+        const char* n = have_names ? elf_strptr(elf, shstrndx, sh.sh_name) : nullptr;
+        SectionInfo s{n != nullptr ? n : "",
+                      static_cast<std::uint32_t>(i),
+                      sh.sh_type,
+                      sh.sh_flags,
+                      sh.sh_addr,
+                      sh.sh_offset,
+                      sh.sh_size,
+                      sh.sh_link,
+                      false};
+        s.in_file = sh.sh_type != SHT_NOBITS && fits(sh.sh_offset, sh.sh_size, size);
+        sections.push_back(std::move(s));
+    }
+    return ok();
+}
+
+void ElfFile::Impl::read_symbol_table(const SectionInfo& table) const {
+    if (!table.in_file || table.link >= sections.size()) return;
+    Elf_Scn* scn = elf_getscn(elf, table.index);
+    if (scn == nullptr) return;
+    // elf_getdata converts the entries to host order (in its own buffer when
+    // the file's order differs, so image() keeps the file's bytes).
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr || data->d_size < sizeof(Elf64_Sym)) return;
+    const std::size_t count = data->d_size / sizeof(Elf64_Sym);
+    for (std::size_t i = 1; i < count; ++i) { // entry 0 is the reserved null symbol
+        GElf_Sym sym;
+        if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
+        const unsigned kind = GELF_ST_TYPE(sym.st_info);
+        if ((kind != STT_FUNC && kind != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF) continue;
+        const char* n = elf_strptr(elf, table.link, sym.st_name);
+        if (n == nullptr || *n == '\0') continue;
+        symbols.push_back({n, sym.st_value, sym.st_size});
+    }
+}
+
+void ElfFile::Impl::read_symbols() const {
+    for (const auto& s : sections)
+        if (s.type == SHT_SYMTAB || s.type == SHT_DYNSYM) read_symbol_table(s);
+    // .dynsym repeats the exported part of .symtab.
+    auto key = [](const Symbol& s) { return std::tie(s.value, s.name); };
+    std::sort(symbols.begin(), symbols.end(), [&](const Symbol& a, const Symbol& b) {
+        return std::tie(a.value, a.name, b.size) <
+               std::tie(b.value, b.name, a.size); // larger size first
+    });
+    symbols.erase(std::unique(symbols.begin(), symbols.end(),
+                              [&](const Symbol& a, const Symbol& b) { return key(a) == key(b); }),
+                  symbols.end());
+    max_end.reserve(symbols.size());
+    std::uint64_t m = 0;
+    for (const auto& s : symbols) {
+        const std::uint64_t end = s.value + std::max<std::uint64_t>(s.size, 1);
+        m = std::max(m, end < s.value ? ~std::uint64_t{0} : end);
+        max_end.push_back(m);
+    }
+}
+
+ElfFile::ElfFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ElfFile::ElfFile(ElfFile&&) noexcept = default;
+ElfFile& ElfFile::operator=(ElfFile&&) noexcept = default;
+ElfFile::~ElfFile() = default;
+
+Expected<ElfFile> ElfFile::open(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) return Error(Errc::Io, path + ": " + std::strerror(errno));
+    std::vector<std::uint8_t> bytes;
+    std::uint8_t buf[65536];
+    for (;;) {
+        const std::size_t got = std::fread(buf, 1, sizeof buf, f);
+        bytes.insert(bytes.end(), buf, buf + got);
+        if (got < sizeof buf) break;
+    }
+    const bool failed = std::ferror(f) != 0;
+    const int err = errno;
+    std::fclose(f);
+    if (failed) return Error(Errc::Io, path + ": read error: " + std::strerror(err), bytes.size());
+
+    auto impl = std::make_unique<Impl>();
+    impl->name = path;
+    impl->image = std::move(bytes);
+    if (auto st = impl->read_headers(); !st) return std::move(st).error();
+    return ElfFile(std::move(impl));
+}
+
+Expected<ElfFile> ElfFile::from_bytes(std::span<const std::uint8_t> bytes, std::string name) {
+    auto impl = std::make_unique<Impl>();
+    impl->name = std::move(name);
+    impl->image.assign(bytes.begin(), bytes.end());
+    if (auto st = impl->read_headers(); !st) return std::move(st).error();
+    return ElfFile(std::move(impl));
+}
+
+const std::string& ElfFile::name() const noexcept {
+    return impl_->name;
+}
+std::span<const std::uint8_t> ElfFile::image() const noexcept {
+    return impl_->image;
+}
+ByteOrder ElfFile::byte_order() const noexcept {
+    return impl_->order;
+}
+::Elf* ElfFile::libelf_handle() const noexcept {
+    return impl_->elf;
+}
+std::uint16_t ElfFile::machine() const noexcept {
+    return impl_->machine;
+}
+bool ElfFile::is_pie_or_shared() const noexcept {
+    return impl_->type == ET_DYN;
+}
+const std::vector<LoadSegment>& ElfFile::load_segments() const noexcept {
+    return impl_->loads;
+}
+const std::vector<ProgramHeader>& ElfFile::program_headers() const noexcept {
+    return impl_->phdrs;
+}
+const std::vector<SectionInfo>& ElfFile::sections() const noexcept {
+    return impl_->sections;
+}
+std::uint64_t ElfFile::link_base() const noexcept {
+    return impl_->link_base;
+}
+
+std::optional<Abi> ElfFile::abi() const {
+    const ByteOrder order = impl_->order;
+    switch (impl_->machine) {
+    case EM_X86_64:
+        if (order == ByteOrder::Little) return abi_amd64();
+        break;
+    case EM_AARCH64:
+        return abi_aarch64(order);
+    case EM_S390:
+        // EM_S390 with ELFCLASS64 is s390x, which is big-endian only.
+        if (order == ByteOrder::Big) return abi_s390x();
+        break;
+    case EM_PPC64:
+        return abi_ppc64(order);
+    default:
+        break;
+    }
+    return std::nullopt;
+}
+
+const SectionInfo* ElfFile::section(const std::string& name) const {
+    for (const auto& s : impl_->sections)
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+bool ElfFile::has_section(const std::string& name) const {
+    return section(name) != nullptr;
+}
+
+std::optional<std::span<const std::uint8_t>> ElfFile::section_bytes(const std::string& name) const {
+    const SectionInfo* s = section(name);
+    if (s == nullptr || !s->in_file) return std::nullopt;
+    return std::span<const std::uint8_t>(impl_->image).subspan(s->offset, s->size);
+}
+
+std::optional<std::vector<std::uint8_t>> ElfFile::build_id() const {
+    // NT_GNU_BUILD_ID: owner "GNU", type 3 (gABI notes; the LSB "Note
+    // Sections"). Notes are found through SHT_NOTE sections or, without
+    // section headers, PT_NOTE segments.
+    auto search = [&](Elf_Data* data) -> std::optional<std::vector<std::uint8_t>> {
+        if (data == nullptr) return std::nullopt;
+        std::size_t offset = 0;
+        GElf_Nhdr nhdr;
+        std::size_t name_at = 0;
+        std::size_t desc_at = 0;
+        // gelf_getnote returns 0 at the end or on a malformed note, and
+        // otherwise strictly advances, so this loop ends.
+        while ((offset = gelf_getnote(data, offset, &nhdr, &name_at, &desc_at)) != 0) {
+            if (nhdr.n_type != NT_GNU_BUILD_ID || nhdr.n_namesz != 4 || nhdr.n_descsz == 0)
+                continue;
+            const auto* base = static_cast<const std::uint8_t*>(data->d_buf);
+            if (std::memcmp(base + name_at, "GNU", 4) != 0) continue;
+            if (desc_at > data->d_size || nhdr.n_descsz > data->d_size - desc_at) continue;
+            return std::vector<std::uint8_t>(base + desc_at, base + desc_at + nhdr.n_descsz);
+        }
+        return std::nullopt;
+    };
+    const std::uint64_t size = impl_->image.size();
+    for (const auto& s : impl_->sections) {
+        if (s.type != SHT_NOTE || !s.in_file) continue;
+        if (auto id = search(elf_getdata(elf_getscn(impl_->elf, s.index), nullptr))) return id;
+    }
+    if (!impl_->sections.empty()) return std::nullopt;
+    for (const auto& p : impl_->phdrs) {
+        if (p.type != PT_NOTE || !fits(p.offset, p.filesz, size)) continue;
+        const Elf_Type t = p.align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
+        if (auto id = search(
+                elf_getdata_rawchunk(impl_->elf, static_cast<std::int64_t>(p.offset), p.filesz, t)))
+            return id;
+    }
+    return std::nullopt;
+}
+
+Expected<SframeLocation> ElfFile::find_sframe() const {
+    const Impl& m = *impl_;
+    const std::uint64_t size = m.image.size();
+    auto located = [&](const SectionInfo& s, SframeLocation::How how) -> Expected<SframeLocation> {
+        if (!s.in_file)
+            return m.error(Errc::Truncated,
+                           "section " + s.name + " (" + std::to_string(s.size) +
+                               " bytes at offset " + hex(s.offset) +
+                               ") runs past the end of the file (" + std::to_string(size) +
+                               " bytes)",
+                           s.offset);
+        return SframeLocation{how, s.vaddr, s.offset, s.size, s.name};
+    };
+    // By name first: binutils before 2.45 gave .sframe the type SHT_PROGBITS.
+    for (const auto& s : m.sections)
+        if (s.name == ".sframe" && (s.type == SHT_PROGBITS || s.type == sht_gnu_sframe))
+            return located(s, SframeLocation::How::SectionName);
+    for (const auto& s : m.sections)
+        if (s.type == sht_gnu_sframe) return located(s, SframeLocation::How::SectionType);
+
+    // The segment may be larger than the section it was made from (ld 2.40
+    // pads it), so the size comes from the SFrame header: header, auxiliary
+    // header, then the FDE and FRE sub-sections (spec v3 section 2.2).
+    for (const auto& p : m.phdrs) {
+        if (p.type != pt_gnu_sframe) continue;
+        if (!fits(p.offset, p.filesz, size))
+            return m.error(Errc::Truncated,
+                           "PT_GNU_SFRAME segment (" + std::to_string(p.filesz) +
+                               " bytes at offset " + hex(p.offset) +
+                               ") runs past the end of the file (" + std::to_string(size) +
+                               " bytes)",
+                           p.offset);
+        const auto bytes = std::span<const std::uint8_t>(m.image).subspan(p.offset, p.filesz);
+        auto section = sframe::Section::parse(bytes, p.vaddr);
+        if (!section)
+            return m.error(section.error().code(),
+                           "PT_GNU_SFRAME segment at file offset " + hex(p.offset) + ": " +
+                               section.error().message(),
+                           section.error().where() == no_offset
+                               ? p.offset
+                               : p.offset + section.error().where());
+        return SframeLocation{SframeLocation::How::Segment, p.vaddr, p.offset, section->used_size(),
+                              "PT_GNU_SFRAME"};
+    }
+    return m.error(Errc::NotFound,
+                   m.sections.empty()
+                       ? "no section headers and no PT_GNU_SFRAME program header"
+                       : "no .sframe section (by name or type SHT_GNU_SFRAME) and no PT_GNU_SFRAME "
+                         "program header");
+}
+
+Expected<std::span<const std::uint8_t>> ElfFile::sframe_bytes(const SframeLocation& where) const {
+    const std::uint64_t size = impl_->image.size();
+    if (where.file_offset > size)
+        return impl_->error(Errc::Truncated,
+                            where.name + " at offset " + hex(where.file_offset) +
+                                " starts past the end of the file (" + std::to_string(size) +
+                                " bytes)",
+                            where.file_offset);
+    const std::uint64_t n = std::min(where.size, size - where.file_offset);
+    return std::span<const std::uint8_t>(impl_->image).subspan(where.file_offset, n);
+}
+
+Expected<sframe::Section> ElfFile::sframe() const {
+    auto where = find_sframe();
+    if (!where) return std::move(where).error();
+    auto bytes = sframe_bytes(*where);
+    if (!bytes) return std::move(bytes).error();
+    auto section = sframe::Section::parse(*bytes, where->vaddr);
+    if (!section)
+        // The offset stays relative to the section, as the SFrame tools print it.
+        return impl_->error(section.error().code(),
+                            where->name + " (file offset " + hex(where->file_offset) +
+                                "): " + section.error().what(),
+                            section.error().where());
+    return section;
+}
+
+const std::vector<Symbol>& ElfFile::function_symbols() const {
+    std::call_once(impl_->symbols_once, [this] { impl_->read_symbols(); });
+    return impl_->symbols;
+}
+
+const Symbol* ElfFile::symbol_for(std::uint64_t addr) const {
+    const auto& syms = function_symbols();
+    const auto& max_end = impl_->max_end;
+    auto it = std::upper_bound(syms.begin(), syms.end(), addr,
+                               [](std::uint64_t a, const Symbol& s) { return a < s.value; });
+    // Walk back over the symbols starting at or below addr while one of them
+    // (or an earlier one) could still reach it.
+    for (auto i = static_cast<std::size_t>(it - syms.begin()); i > 0 && max_end[i - 1] > addr;
+         --i) {
+        const Symbol& s = syms[i - 1];
+        const std::uint64_t end = s.value + std::max<std::uint64_t>(s.size, 1);
+        if (addr < end || end < s.value) return &s;
+    }
+    return nullptr;
+}
+
+} // namespace sfunwind::elf

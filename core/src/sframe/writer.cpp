@@ -1,0 +1,649 @@
+// SPDX-License-Identifier: MIT
+// The SFrame encoder. Layouts per version, as the decoder reads them:
+//   v1 (spec v1 section 1.3): 17-byte packed FDEs, starts section-relative;
+//   v2 (spec v2 section 2.3): 20-byte FDEs with a repeat size and padding;
+//      erratum 1 adds SFRAME_F_FDE_FUNC_START_PCREL and s390x;
+//   v3 (spec v3 section 2.3): 16-byte FDE index records, and a 5-byte FDE
+//      attribute record at the head of each function's FREs.
+// Header fields and sub-section offsets follow spec v3 section 2.2, which is
+// the same in every version: the FDE sub-section starts right after the
+// (auxiliary) header, the FRE sub-section right after the FDEs.
+#include "sfunwind/sframe/writer.hpp"
+
+#include "sfunwind/abi.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <string>
+
+namespace sfunwind::sframe {
+namespace {
+
+std::string hex(std::uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+std::string signed_text(std::int64_t v) {
+    return (v < 0 ? "" : "+") + std::to_string(v);
+}
+
+std::string rule_text(const RegRule& r, const Abi& abi) {
+    switch (r.kind) {
+    case RegRule::Kind::Undefined:
+        return "undefined";
+    case RegRule::Kind::SameValue:
+        return "same value";
+    case RegRule::Kind::AtCfa:
+        return "[CFA" + signed_text(r.offset) + "]";
+    case RegRule::Kind::ValCfa:
+        return "CFA" + signed_text(r.offset);
+    case RegRule::Kind::AtReg:
+        return "[" + register_name(abi, r.reg) + signed_text(r.offset) + "]";
+    case RegRule::Kind::ValReg:
+        return register_name(abi, r.reg) + signed_text(r.offset);
+    }
+    return "?";
+}
+
+std::string cfa_text(const CfaRule& c, const Abi& abi) {
+    const std::string s = register_name(abi, c.reg) + signed_text(c.offset);
+    return c.deref ? "[" + s + "]" : s;
+}
+
+const Abi& abi_for(AbiArch arch) {
+    switch (arch) {
+    case AbiArch::AArch64Big:
+        return abi_aarch64(ByteOrder::Big);
+    case AbiArch::AArch64Little:
+        return abi_aarch64(ByteOrder::Little);
+    case AbiArch::S390xBig:
+        return abi_s390x();
+    case AbiArch::Amd64Little:
+        break;
+    }
+    return abi_amd64();
+}
+
+// fre_dataword_count is 4 bits wide (spec v3 section 2.4.1).
+constexpr std::size_t max_data_words = 15;
+
+// A data word and how it is read back: offsets are signed, flexible-FDE
+// control words unsigned (spec v3 section 3.2).
+struct Word {
+    std::int64_t value;
+    bool is_unsigned;
+
+    bool fits(unsigned width) const {
+        const unsigned bits = 8 * width;
+        if (is_unsigned) return value >= 0 && (bits >= 63 || value < (std::int64_t{1} << bits));
+        const std::int64_t lim = std::int64_t{1} << (bits - 1);
+        return value >= -lim && value < lim;
+    }
+};
+
+struct EncodedFre {
+    std::uint32_t start = 0;
+    bool cfa_base_sp = false;
+    bool mangled_ra = false;
+    unsigned word_size = 1;
+    std::vector<Word> words;
+};
+
+// Appends integers of 1, 2, 4 or 8 bytes in the section's byte order, byte
+// by byte: FREs are unaligned (spec v3 section 2.4).
+class Emitter {
+  public:
+    explicit Emitter(ByteOrder order) : order_(order) {}
+
+    void put(std::uint64_t v, unsigned width) {
+        const std::size_t at = bytes_.size();
+        bytes_.resize(at + width);
+        put_at(at, v, width);
+    }
+    void put_at(std::size_t at, std::uint64_t v, unsigned width) {
+        for (unsigned i = 0; i < width; ++i) {
+            const unsigned shift = order_ == ByteOrder::Little ? 8 * i : 8 * (width - 1 - i);
+            bytes_[at + i] = static_cast<std::uint8_t>((v >> shift) & 0xffU);
+        }
+    }
+    void append(const std::vector<std::uint8_t>& raw) {
+        bytes_.insert(bytes_.end(), raw.begin(), raw.end());
+    }
+    std::size_t size() const { return bytes_.size(); }
+    std::vector<std::uint8_t> take() { return std::move(bytes_); }
+
+  private:
+    ByteOrder order_;
+    std::vector<std::uint8_t> bytes_;
+};
+
+class Encoder {
+  public:
+    Encoder(const WriterOptions& o, const std::vector<FdeSpec>& fdes)
+        : o_(o), fdes_(fdes), abi_(abi_for(o.abi)) {
+        fixed_ra_ = o.cfa_fixed_ra_offset.value_or(abi_.arch == Arch::X86_64 ? std::int8_t{-8}
+                                                                             : std::int8_t{0});
+        fixed_fp_ = o.cfa_fixed_fp_offset.value_or(std::int8_t{0});
+    }
+
+    Expected<std::vector<std::uint8_t>> run(SectionMap* map);
+
+  private:
+    Error unsupported(const std::string& what) const {
+        return Error(Errc::Unsupported, context_ + what);
+    }
+    Error malformed(const std::string& what) const {
+        return Error(Errc::Malformed, context_ + what);
+    }
+
+    Status check_section() const;
+    Status check_fde(const FdeSpec& f);
+    Expected<std::vector<EncodedFre>> encode_fres(const FdeSpec& f);
+    Status default_words(const FreSpec& fre, EncodedFre& out) const;
+    Status flex_words(const FreSpec& fre, EncodedFre& out) const;
+    Expected<std::int64_t> cfa_word(std::int32_t offset) const;
+    Expected<std::int64_t> saved_word(const RegRule& r, const char* what) const;
+    Expected<Word> flex_control(const RegRule& r, const char* what) const;
+
+    unsigned fde_size() const {
+        switch (o_.version) {
+        case Version::V1:
+            return 17;
+        case Version::V2:
+            return 20;
+        case Version::V3:
+            return 16;
+        }
+        return 16;
+    }
+    bool v(Version x) const { return o_.version == x; }
+
+    const WriterOptions& o_;
+    const std::vector<FdeSpec>& fdes_;
+    const Abi& abi_;
+    std::int8_t fixed_ra_ = 0;
+    std::int8_t fixed_fp_ = 0;
+    std::string context_; // "function 2 (0x401000), FRE 1 (+0x4): "
+};
+
+Status Encoder::check_section() const {
+    const unsigned version = static_cast<unsigned>(o_.version);
+    if (version < 1 || version > 3)
+        return Error(Errc::Unsupported, "cannot write SFrame version " + std::to_string(version));
+    // s390x arrived with v2 erratum 1.
+    if (o_.abi == AbiArch::S390xBig && v(Version::V1))
+        return Error(Errc::Unsupported,
+                     "SFrame version 1 has no s390x ABI (added by v2 erratum 1)");
+    const auto abi = static_cast<unsigned>(o_.abi);
+    if (abi < 1 || abi > 4)
+        return Error(Errc::Unsupported, "unknown ABI/arch identifier " + std::to_string(abi));
+    // Spec v3 section 2.1.3: SFRAME_F_FRAME_POINTER exists in v1 and v2 only.
+    if (o_.frame_pointer && v(Version::V3))
+        return Error(Errc::Unsupported,
+                     "SFRAME_F_FRAME_POINTER is not defined in SFrame version 3");
+    if (o_.quirks.auxhdr.size() > 255)
+        return Error(Errc::Unsupported, "auxiliary header of " +
+                                            std::to_string(o_.quirks.auxhdr.size()) +
+                                            " bytes; sfh_auxhdr_len holds at most 255");
+    return ok();
+}
+
+Status Encoder::check_fde(const FdeSpec& f) {
+    if (f.fde_type != FdeType::Default && f.fde_type != FdeType::Flex)
+        return unsupported("unknown FDE type " + std::to_string(static_cast<unsigned>(f.fde_type)));
+    // Spec v3 section 1.2: signal bits and FDE types are new in v3.
+    if (f.fde_type == FdeType::Flex && !v(Version::V3))
+        return unsupported("flexible FDEs need SFrame version 3");
+    if (f.signal && !v(Version::V3)) return unsupported("signal-frame FDEs need SFrame version 3");
+    if (f.pc_type == PcType::Mask) {
+        // v1 has no repeat block size (spec v1 section 1.3.2 defines a mask
+        // test that no tool implements); the size arrived with v2.
+        if (v(Version::V1))
+            return unsupported("PC-mask FDEs need SFrame version 2 (a repeat block size)");
+        if (f.rep_size == 0 && !o_.quirks.unchecked)
+            return malformed("PC-mask FDE with repeat block size 0");
+    }
+    if (!o_.quirks.unchecked && f.pauth_key == PauthKey::B && abi_.arch != Arch::AArch64)
+        return unsupported("PAuth key B on " + std::string(abi_.name) + " (AArch64 only)");
+    if (v(Version::V3) && f.fres.size() > std::numeric_limits<std::uint16_t>::max())
+        return unsupported(std::to_string(f.fres.size()) +
+                           " FREs; v3 FDE attributes count at most 65535");
+    if (f.fres.size() > std::numeric_limits<std::uint32_t>::max())
+        return unsupported("too many FREs");
+    return ok();
+}
+
+// s390x stores the CFA offset as (offset + SFRAME_S390X_CFA_OFFSET_ADJUSTMENT)
+// / SFRAME_S390X_CFA_OFFSET_ALIGNMENT_FACTOR, i.e. (offset - (-160)) / 8 is
+// undone as word * 8 + 160 (spec v2 erratum 1 and v3 section 3.1.3,
+// SFRAME_V2_S390X_CFA_OFFSET_ENCODE); other ABIs store it as is.
+Expected<std::int64_t> Encoder::cfa_word(std::int32_t offset) const {
+    if (abi_.arch != Arch::S390x) return std::int64_t{offset};
+    const std::int64_t shifted = std::int64_t{offset} + s390x::cfa_offset_adjustment;
+    if (shifted % s390x::cfa_offset_alignment_factor != 0)
+        return unsupported("s390x CFA offset " + std::to_string(offset) +
+                           " is not 160 plus a multiple of 8 (spec v3 section 3.1.3)");
+    return shifted / s390x::cfa_offset_alignment_factor;
+}
+
+// An RA or FP rule of a default FDE as its data word (spec v3 section 3.1;
+// v2 erratum 1 for s390x register numbers).
+Expected<std::int64_t> Encoder::saved_word(const RegRule& r, const char* what) const {
+    const bool s390x_v2 = abi_.arch == Arch::S390x && v(Version::V2);
+    if (r.kind == RegRule::Kind::AtCfa) {
+        // An odd offset reads back as "in register offset >> 1" on v2 s390x.
+        if (s390x_v2 && (r.offset & 1) != 0)
+            return unsupported(
+                std::string(what) + " rule " + rule_text(r, abi_) +
+                ": v2 s390x reads odd offsets as register numbers (spec v2 erratum 1)");
+        return std::int64_t{r.offset};
+    }
+    if (r.kind == RegRule::Kind::ValReg && r.offset == 0 && s390x_v2)
+        return (std::int64_t{r.reg} << 1) | 1; // SFRAME_V2_S390X_OFFSET_ENCODE_REGNUM
+    if (r.kind == RegRule::Kind::ValReg && r.offset == 0 && abi_.arch == Arch::S390x)
+        return unsupported(std::string(what) + " rule " + rule_text(r, abi_) +
+                           ": v3 encodes registers with flexible FDEs (spec v3 section 1.2)");
+    return unsupported(std::string(what) + " rule " + rule_text(r, abi_) +
+                       " cannot be encoded in a default " + std::string(abi_.name) + " FDE" +
+                       (v(Version::V3) ? "; use a flexible FDE" : ""));
+}
+
+// Default FDE data words (spec v3 section 3.1): CFA offset; the RA offset
+// unless the header fixes it (AMD64, 3.1.1); the FP offset if saved. Where
+// the RA is tracked but not saved while the FP is, a padding word
+// SFRAME_FRE_RA_OFFSET_INVALID (0) holds the RA's place (3.1.3).
+Status Encoder::default_words(const FreSpec& fre, EncodedFre& out) const {
+    const CfaRule& cfa = fre.cfa;
+    if (cfa.deref)
+        return unsupported("CFA rule " + cfa_text(cfa, abi_) +
+                           " dereferences; that needs a flexible FDE");
+    if (cfa.reg == abi_.sp_reg)
+        out.cfa_base_sp = true;
+    else if (cfa.reg != abi_.fp_reg)
+        return unsupported("CFA rule " + cfa_text(cfa, abi_) +
+                           " is based on neither SP nor FP; that needs a " + "flexible FDE");
+    auto cw = cfa_word(cfa.offset);
+    if (!cw) return std::move(cw).error();
+    out.words.push_back({*cw, false});
+
+    std::optional<std::int64_t> ra_word;
+    bool ra_pending_padding = false;
+    const RegRule& ra = fre.ra;
+    if (fixed_ra_ != 0) {
+        // AMD64: sfh_cfa_fixed_ra_offset gives the RA; no word for it.
+        if (ra.kind != RegRule::Kind::AtCfa || ra.offset != fixed_ra_)
+            return unsupported("RA rule " + rule_text(ra, abi_) +
+                               ": the header fixes the RA at [CFA" + signed_text(fixed_ra_) + "]" +
+                               (v(Version::V3) ? "; other rules need a flexible FDE" : ""));
+    } else if (ra.kind == RegRule::Kind::SameValue) {
+        ra_pending_padding = true;
+    } else {
+        if (ra.kind == RegRule::Kind::AtCfa && ra.offset == fre_ra_offset_invalid)
+            return unsupported(
+                "RA rule [CFA+0]: offset 0 is the padding word SFRAME_FRE_RA_OFFSET_INVALID");
+        auto w = saved_word(ra, "RA");
+        if (!w) return std::move(w).error();
+        ra_word = *w;
+    }
+
+    std::optional<std::int64_t> fp_word;
+    const RegRule& fp = fre.fp;
+    if (fp.kind == RegRule::Kind::SameValue) {
+        if (fixed_fp_ != 0)
+            return unsupported("FP rule 'same value': the header fixes the FP at [CFA" +
+                               signed_text(fixed_fp_) + "]");
+    } else if (fixed_fp_ != 0 && fp.source != RegRule::Source::Fre &&
+               fp.kind == RegRule::Kind::AtCfa && fp.offset == fixed_fp_) {
+        // Given by sfh_cfa_fixed_fp_offset.
+    } else {
+        auto w = saved_word(fp, "FP");
+        if (!w) return std::move(w).error();
+        fp_word = *w;
+    }
+
+    if (ra_word) {
+        out.words.push_back({*ra_word, false});
+    } else if (ra_pending_padding && (fp_word || ra.source == RegRule::Source::Padding)) {
+        // v1 predates the padding word: its second word is the FP when the RA
+        // is not tracked (spec v1 section 1.4), which needs a header-fixed RA.
+        if (v(Version::V1))
+            return unsupported(
+                "RA in its register with the FP saved: SFrame version 1 has no padding word");
+        out.words.push_back({fre_ra_offset_invalid, false});
+    }
+    if (fp_word) out.words.push_back({*fp_word, false});
+    return ok();
+}
+
+// A flexible FDE control word (spec v3 section 3.2): (regnum << 3) |
+// (deref_p << 1) | reg_p; reg_p = 0 means "based on the CFA".
+Expected<Word> Encoder::flex_control(const RegRule& r, const char* what) const {
+    switch (r.kind) {
+    case RegRule::Kind::AtCfa:
+        return Word{2, true};
+    case RegRule::Kind::AtReg:
+        return Word{(std::int64_t{r.reg} << 3) | 3, true};
+    case RegRule::Kind::ValReg:
+        return Word{(std::int64_t{r.reg} << 3) | 1, true};
+    case RegRule::Kind::ValCfa:
+        return unsupported(std::string(what) + " rule " + rule_text(r, abi_) +
+                           ": its control word would be 0, the padding word (spec v3 section 3.2)");
+    case RegRule::Kind::Undefined:
+    case RegRule::Kind::SameValue:
+        break;
+    }
+    return unsupported(std::string(what) + " rule " + rule_text(r, abi_) +
+                       " has no flexible encoding");
+}
+
+// Flexible FDE data words (spec v3 section 3.2): (control, offset) pairs for
+// the CFA, the RA and the FP, in that order. An RA or FP at its ABI default
+// needs no pair; when only the FP needs one, a single padding word 0 stands
+// in for the RA's pair.
+Status Encoder::flex_words(const FreSpec& fre, EncodedFre& out) const {
+    const CfaRule& cfa = fre.cfa;
+    auto cw = cfa_word(cfa.offset);
+    if (!cw) return std::move(cw).error();
+    out.cfa_base_sp = false; // GNU as leaves the base-register bit clear: the control word names it
+    out.words.push_back({(std::int64_t{cfa.reg} << 3) | (cfa.deref ? 2 : 0) | 1, true});
+    out.words.push_back({*cw, false});
+
+    const RegRule default_ra = fixed_ra_ != 0 ? RegRule::at_cfa(fixed_ra_) : RegRule::same_value();
+    const RegRule default_fp = fixed_fp_ != 0 ? RegRule::at_cfa(fixed_fp_) : RegRule::same_value();
+    auto is_default = [](const RegRule& r, const RegRule& d) {
+        if (r.source == RegRule::Source::Fre && r.kind != RegRule::Kind::SameValue) return false;
+        return r.kind == d.kind && (r.kind == RegRule::Kind::SameValue || r.offset == d.offset);
+    };
+    auto check_default = [&](const RegRule& r, const RegRule& d, const char* what) -> Status {
+        if (is_default(r, d) || r.source == RegRule::Source::Fre) return ok();
+        return unsupported(std::string(what) + " rule " + rule_text(r, abi_) +
+                           " is marked as the ABI default, " + "which is " + rule_text(d, abi_));
+    };
+    if (fre.ra.kind == RegRule::Kind::SameValue && fixed_ra_ != 0)
+        return unsupported("RA rule 'same value': the header fixes the RA at [CFA" +
+                           signed_text(fixed_ra_) + "]; name its register with a ValReg rule");
+    if (fre.fp.kind == RegRule::Kind::SameValue && fixed_fp_ != 0)
+        return unsupported("FP rule 'same value': the header fixes the FP at [CFA" +
+                           signed_text(fixed_fp_) + "]");
+    if (auto s = check_default(fre.ra, default_ra, "RA"); !s) return s;
+    if (auto s = check_default(fre.fp, default_fp, "FP"); !s) return s;
+
+    const bool ra_default = is_default(fre.ra, default_ra);
+    const bool fp_default = is_default(fre.fp, default_fp);
+    const bool fp_padding = fp_default && fre.fp.source == RegRule::Source::Padding;
+    const bool fp_written = !fp_default || fp_padding;
+
+    if (!ra_default) {
+        auto c = flex_control(fre.ra, "RA");
+        if (!c) return std::move(c).error();
+        out.words.push_back(*c);
+        out.words.push_back({fre.ra.offset, false});
+    } else if (fp_written || fre.ra.source == RegRule::Source::Padding) {
+        out.words.push_back({0, true});
+    }
+    if (fp_padding) {
+        out.words.push_back({0, true});
+    } else if (!fp_default) {
+        auto c = flex_control(fre.fp, "FP");
+        if (!c) return std::move(c).error();
+        out.words.push_back(*c);
+        out.words.push_back({fre.fp.offset, false});
+    }
+    return ok();
+}
+
+Expected<std::vector<EncodedFre>> Encoder::encode_fres(const FdeSpec& f) {
+    std::vector<EncodedFre> out;
+    out.reserve(f.fres.size());
+    const std::string fde_context = context_;
+    const std::uint64_t limit = f.pc_type == PcType::Mask ? f.rep_size : f.size;
+    for (std::size_t k = 0; k < f.fres.size(); ++k) {
+        const FreSpec& fre = f.fres[k];
+        context_ = fde_context + "FRE " + std::to_string(k) + " (+" + hex(fre.start) + "): ";
+        if (!o_.quirks.unchecked) {
+            if (k > 0 && fre.start <= f.fres[k - 1].start)
+                return malformed("start is not above the previous FRE's (+" +
+                                 hex(f.fres[k - 1].start) + ")");
+            // An FRE at offset 0 of an empty function is what GNU as writes
+            // for a zero-sized function (e.g. gas test cfi-sframe-common-1).
+            if (fre.start >= limit && fre.start != 0)
+                return malformed(
+                    "start is outside the " +
+                    std::string(f.pc_type == PcType::Mask ? "repeat block" : "function") + " (" +
+                    std::to_string(limit) + " bytes)");
+            if (fre.mangled_ra && abi_.arch != Arch::AArch64)
+                return unsupported("mangled-RA bit on " + std::string(abi_.name) +
+                                   " (AArch64 only)");
+        }
+        EncodedFre e;
+        e.start = fre.start;
+        e.mangled_ra = fre.mangled_ra;
+        if (fre.ra.kind == RegRule::Kind::Undefined) {
+            // Zero data words: RA undefined, the outermost frame (spec v2
+            // erratum 2; v3 section 2.4.1).
+            if (v(Version::V1))
+                return unsupported(
+                    "RA undefined (outermost frame) needs SFrame version 2 erratum 2");
+        } else {
+            auto s = f.fde_type == FdeType::Flex ? flex_words(fre, e) : default_words(fre, e);
+            if (!s) return std::move(s).error();
+        }
+        if (e.words.size() > max_data_words)
+            return unsupported(std::to_string(e.words.size()) +
+                               " data words; the FRE info byte counts at most 15");
+        // Spec v3 section 2.4.1: one data word size for the whole FRE.
+        if (fre.word_size) {
+            e.word_size = *fre.word_size;
+            if (e.word_size != 1 && e.word_size != 2 && e.word_size != 4)
+                return unsupported("data word size " + std::to_string(e.word_size) +
+                                   " (only 1, 2 or 4)");
+        } else {
+            e.word_size = 1;
+            for (const Word& w : e.words)
+                while (!w.fits(e.word_size) && e.word_size < 4)
+                    e.word_size *= 2;
+        }
+        for (std::size_t i = 0; i < e.words.size(); ++i)
+            if (!e.words[i].fits(e.word_size))
+                return unsupported("data word " + std::to_string(i) + " (" +
+                                   std::to_string(e.words[i].value) + ") does not fit in " +
+                                   std::to_string(e.word_size) + " bytes");
+        out.push_back(std::move(e));
+    }
+    context_ = fde_context;
+    return out;
+}
+
+Expected<std::vector<std::uint8_t>> Encoder::run(SectionMap* map) {
+    if (auto s = check_section(); !s) return std::move(s).error();
+    const WriterQuirks& q = o_.quirks;
+
+    // Section order: by start when sorted (spec v3 section 2.3.1), else as given.
+    std::vector<std::size_t> order(fdes_.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    if (o_.sorted && !q.keep_fde_order)
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            return fdes_[a].start < fdes_[b].start;
+        });
+    if (!q.unchecked) {
+        // Lookups find one FDE per PC (spec v3 section 2.3.1).
+        std::vector<std::size_t> by_start(order);
+        std::stable_sort(by_start.begin(), by_start.end(), [&](std::size_t a, std::size_t b) {
+            return fdes_[a].start < fdes_[b].start;
+        });
+        for (std::size_t i = 1; i < by_start.size(); ++i) {
+            const FdeSpec& a = fdes_[by_start[i - 1]];
+            const FdeSpec& b = fdes_[by_start[i]];
+            if (b.start < a.start + a.size)
+                return Error(Errc::Malformed,
+                             "function " + std::to_string(by_start[i]) + " (" + hex(b.start) +
+                                 ") overlaps function " + std::to_string(by_start[i - 1]) + " [" +
+                                 hex(a.start) + ", " + hex(a.start + a.size) + ")");
+        }
+    }
+
+    // Encode every function's FREs first: the header needs their sizes.
+    std::vector<std::vector<EncodedFre>> fres(fdes_.size());
+    std::vector<FreType> fre_types(fdes_.size());
+    std::uint64_t total_fres = 0;
+    for (std::size_t i = 0; i < fdes_.size(); ++i) {
+        const FdeSpec& f = fdes_[i];
+        context_ = "function " + std::to_string(i) + " (" + hex(f.start) + "): ";
+        if (auto s = check_fde(f); !s) return std::move(s).error();
+        auto e = encode_fres(f);
+        if (!e) return std::move(e).error();
+        fres[i] = std::move(*e);
+        // Spec v3 section 2.3.3.3: the narrowest start field that fits.
+        std::uint32_t max_start = 0;
+        for (const FreSpec& fre : f.fres)
+            max_start = std::max(max_start, fre.start);
+        const FreType fitting = max_start <= 0xffU     ? FreType::Addr1
+                                : max_start <= 0xffffU ? FreType::Addr2
+                                                       : FreType::Addr4;
+        fre_types[i] = f.fre_type.value_or(fitting);
+        if (fre_types[i] > FreType::Addr4)
+            return unsupported("unknown FRE type " +
+                               std::to_string(static_cast<unsigned>(fre_types[i])));
+        if (fre_types[i] < fitting)
+            return unsupported("FRE start +" + hex(max_start) + " does not fit FRE type " +
+                               std::to_string(static_cast<unsigned>(fre_types[i])));
+        total_fres += f.fres.size();
+    }
+    context_.clear();
+
+    const ByteOrder order_bytes = q.byte_order.value_or(abi_.order);
+    Emitter out(order_bytes);
+    const std::uint64_t header_end = header_size + q.auxhdr.size();
+    const std::uint64_t fde_bytes = std::uint64_t{fde_size()} * fdes_.size();
+    if (total_fres > std::numeric_limits<std::uint32_t>::max() ||
+        fde_bytes > std::numeric_limits<std::uint32_t>::max())
+        return Error(Errc::Unsupported, "too many FDEs or FREs for the 32-bit header counts");
+
+    // Header (spec v3 section 2.2). Counts and lengths are patched in below.
+    std::uint8_t flags = 0;
+    if (o_.sorted) flags |= flag::fde_sorted;
+    if (o_.frame_pointer) flags |= flag::frame_pointer;
+    if (o_.pcrel && !v(Version::V1)) flags |= flag::fde_func_start_pcrel;
+    flags |= q.extra_flags;
+    out.put(magic, 2);
+    out.put(static_cast<std::uint8_t>(o_.version), 1);
+    out.put(flags, 1);
+    out.put(static_cast<std::uint8_t>(o_.abi), 1);
+    out.put(static_cast<std::uint8_t>(fixed_fp_), 1);
+    out.put(static_cast<std::uint8_t>(fixed_ra_), 1);
+    out.put(q.auxhdr.size(), 1);
+    out.put(fdes_.size(), 4); // sfh_num_fdes
+    out.put(total_fres, 4);   // sfh_num_fres
+    out.put(0, 4);            // sfh_fre_len, patched
+    out.put(0, 4);            // sfh_fdeoff: FDEs follow the header
+    out.put(fde_bytes, 4);    // sfh_freoff: FREs follow the FDEs
+    out.append(q.auxhdr);
+    const std::uint64_t fde_sub = header_end;
+    const std::uint64_t fre_sub = header_end + fde_bytes;
+
+    // FDE records, patched with their FRE offsets once those are known.
+    out.append(std::vector<std::uint8_t>(fde_bytes, 0));
+
+    std::vector<WrittenFde> written(fdes_.size());
+    std::vector<std::uint64_t> fre_off(fdes_.size());
+    // Each function's FREs (v3: attribute record and FREs) in the order the
+    // functions were given: GNU ld, too, sorts only the FDEs and leaves each
+    // input's FREs where they were.
+    for (std::size_t i = 0; i < fdes_.size(); ++i) {
+        const FdeSpec& f = fdes_[i];
+        fre_off[i] = out.size() - fre_sub;
+        WrittenFde& w = written[i];
+        w.input_index = i;
+        w.attr_offset = out.size();
+        if (v(Version::V3)) {
+            // FDE attribute record (spec v3 section 2.3.2); info byte 2.3.3.
+            const unsigned info =
+                static_cast<unsigned>(fre_types[i]) | (f.pc_type == PcType::Mask ? 0x10U : 0U) |
+                (f.pauth_key == PauthKey::B ? 0x20U : 0U) | (f.signal ? 0x80U : 0U);
+            out.put(f.fres.size(), 2);
+            out.put(info, 1);
+            out.put(static_cast<unsigned>(f.fde_type), 1);
+            out.put(f.rep_size, 1);
+        }
+        const unsigned start_width = 1U << static_cast<unsigned>(fre_types[i]);
+        for (const EncodedFre& e : fres[i]) {
+            w.fre_offsets.push_back(out.size());
+            // FRE info byte (spec v3 section 2.4.1): bit 0 base register
+            // (SFRAME_BASE_REG_SP = 1), bits 1-4 word count, 5-6 word size
+            // code, 7 mangled RA.
+            const unsigned size_code = e.word_size == 1 ? 0U : e.word_size == 2 ? 1U : 2U;
+            const unsigned info = (e.cfa_base_sp ? 1U : 0U) |
+                                  (static_cast<unsigned>(e.words.size()) << 1U) |
+                                  (size_code << 5U) | (e.mangled_ra ? 0x80U : 0U);
+            out.put(e.start, start_width);
+            out.put(info, 1);
+            for (const Word& word : e.words)
+                out.put(static_cast<std::uint64_t>(word.value), e.word_size);
+        }
+    }
+    const std::uint64_t fre_len = out.size() - fre_sub;
+    if (fre_len > std::numeric_limits<std::uint32_t>::max())
+        return Error(Errc::Unsupported,
+                     "FRE sub-section of " + std::to_string(fre_len) + " bytes exceeds 4 GiB");
+    out.put_at(16, fre_len, 4);
+
+    for (std::size_t slot = 0; slot < order.size(); ++slot) {
+        const std::size_t i = order[slot];
+        const FdeSpec& f = fdes_[i];
+        const std::uint64_t at = fde_sub + std::uint64_t{slot} * fde_size();
+        written[i].entry_offset = at;
+        if (!v(Version::V3)) written[i].attr_offset = at;
+        // Function start: relative to the field itself with PCREL (v2
+        // erratum 1, v3 section 2.3.1), else to the section's start.
+        const bool pcrel = (flags & flag::fde_func_start_pcrel) != 0 && !v(Version::V1);
+        const std::uint64_t base = o_.section_vaddr + (pcrel ? at : 0);
+        const auto field = static_cast<std::int64_t>(f.start - base);
+        if (!v(Version::V3) && (field < std::numeric_limits<std::int32_t>::min() ||
+                                field > std::numeric_limits<std::int32_t>::max()))
+            return Error(Errc::Unsupported,
+                         "function " + std::to_string(i) + " (" + hex(f.start) +
+                             ") is too far from the section for a 32-bit start field");
+        const unsigned info = static_cast<unsigned>(fre_types[i]) |
+                              (f.pc_type == PcType::Mask ? 0x10U : 0U) |
+                              (f.pauth_key == PauthKey::B ? 0x20U : 0U);
+        if (v(Version::V3)) {
+            out.put_at(at, static_cast<std::uint64_t>(field), 8);
+            out.put_at(at + 8, f.size, 4);
+            out.put_at(at + 12, fre_off[i], 4);
+        } else {
+            out.put_at(at, static_cast<std::uint64_t>(field), 4);
+            out.put_at(at + 4, f.size, 4);
+            out.put_at(at + 8, fre_off[i], 4);
+            out.put_at(at + 12, f.fres.size(), 4);
+            out.put_at(at + 16, info, 1);
+            if (v(Version::V2)) out.put_at(at + 17, f.rep_size, 1); // padding2 stays 0
+        }
+    }
+
+    if (map != nullptr) {
+        map->fde_subsection = fde_sub;
+        map->fre_subsection = fre_sub;
+        map->fdes.clear();
+        for (std::size_t i : order)
+            map->fdes.push_back(std::move(written[i]));
+    }
+    return out.take();
+}
+
+} // namespace
+
+Writer::Writer(WriterOptions options) : options_(std::move(options)) {}
+
+void Writer::add(FdeSpec fde) {
+    fdes_.push_back(std::move(fde));
+}
+
+Expected<std::vector<std::uint8_t>> Writer::write(SectionMap* map) const {
+    return Encoder(options_, fdes_).run(map);
+}
+
+} // namespace sfunwind::sframe

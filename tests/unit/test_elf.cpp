@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: MIT
+// ElfFile on the small programs of tests/unit/data (made by make.sh). The
+// expected numbers come from readelf -lSsn on those files.
+#include "catch.hpp"
+#include "sfunwind/cfi/cfi_table.hpp"
+#include "sfunwind/elf/elf_file.hpp"
+#include "sfunwind/sframe/section.hpp"
+#include "support.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <set>
+#include <utility>
+
+using namespace sfunwind;
+
+namespace {
+
+std::filesystem::path data(const std::string& name) {
+    return test::source_dir() / "tests/unit/data" / name;
+}
+
+std::vector<std::uint8_t> bytes_of(const std::string& name) {
+    return test::read_bytes(data(name));
+}
+
+elf::ElfFile open(const std::string& name) {
+    auto f = elf::ElfFile::open(data(name).string());
+    if (!f) FAIL(f.error().message());
+    return std::move(*f);
+}
+
+// Little-endian stores, for patching copies of the x86-64 files.
+void put_le(std::vector<std::uint8_t>& b, std::size_t at, std::uint64_t v, unsigned n) {
+    for (unsigned i = 0; i < n; ++i)
+        b.at(at + i) = static_cast<std::uint8_t>(v >> (8U * i));
+}
+std::uint64_t get_le(const std::vector<std::uint8_t>& b, std::size_t at, unsigned n) {
+    std::uint64_t v = 0;
+    for (unsigned i = 0; i < n; ++i)
+        v |= std::uint64_t{b.at(at + i)} << (8U * i);
+    return v;
+}
+
+// Offset of section header `index` / program header `index` in a 64-bit
+// little-endian image (gABI: e_shoff at 0x28, e_phoff at 0x20).
+std::size_t shdr_at(const std::vector<std::uint8_t>& b, std::uint32_t index) {
+    return static_cast<std::size_t>(get_le(b, 0x28, 8)) + index * 64U;
+}
+std::size_t phdr_at(const std::vector<std::uint8_t>& b, std::size_t index) {
+    return static_cast<std::size_t>(get_le(b, 0x20, 8)) + index * 56U;
+}
+std::size_t phdr_index(const elf::ElfFile& f, std::uint32_t type) {
+    const auto& ph = f.program_headers();
+    for (std::size_t i = 0; i < ph.size(); ++i)
+        if (ph[i].type == type) return i;
+    FAIL("no program header of type " << type);
+    return 0;
+}
+
+std::string hex_string(const std::vector<std::uint8_t>& v) {
+    std::string s;
+    char buf[4];
+    for (auto b : v) {
+        std::snprintf(buf, sizeof buf, "%02x", b);
+        s += buf;
+    }
+    return s;
+}
+
+bool has_text(const Error& e, const std::string& text) {
+    return e.message().find(text) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("find_sframe: by section name, with the section's vaddr", "[elf]") {
+    const auto f = open("x86_64-pie");
+    auto where = f.find_sframe();
+    REQUIRE(where.has_value());
+    CHECK(where->how == elf::SframeLocation::How::SectionName);
+    CHECK(where->name == ".sframe");
+    CHECK(where->vaddr == 0x21e0);
+    CHECK(where->file_offset == 0x21e0);
+    CHECK(where->size == 0xfa);
+    auto section = f.sframe();
+    REQUIRE(section.has_value());
+    CHECK(section->vaddr() == 0x21e0);
+    CHECK(section->used_size() == where->size);
+    CHECK(section->version() == sframe::Version::V1); // gas 2.40
+    CHECK(section->fde_count() == 9);
+    // leaf() is at 0x1180 (readelf -s): its FDE is found through the vaddr.
+    auto fde = section->find_fde(0x1182);
+    REQUIRE(fde.has_value());
+    CHECK(fde->start == 0x1180);
+    CHECK(fde->size == 5);
+
+    const auto nopie = open("x86_64-nopie");
+    auto w2 = nopie.find_sframe();
+    REQUIRE(w2.has_value());
+    CHECK(w2->vaddr == 0x4021d8);
+    CHECK(w2->file_offset == 0x21d8);
+}
+
+TEST_CASE("find_sframe: a .sframe of type SHT_GNU_SFRAME, and a same-named section of another type",
+          "[elf]") {
+    const auto f = open("x86_64-pie");
+    const auto* s = f.section(".sframe");
+    REQUIRE(s != nullptr);
+    auto copy = bytes_of("x86_64-pie");
+
+    put_le(copy, shdr_at(copy, s->index) + 4, elf::sht_gnu_sframe, 4); // sh_type
+    auto typed = elf::ElfFile::from_bytes(copy, "typed");
+    REQUIRE(typed.has_value());
+    auto w = typed->find_sframe();
+    REQUIRE(w.has_value());
+    CHECK(w->how == elf::SframeLocation::How::SectionName);
+    CHECK(w->vaddr == 0x21e0);
+
+    // SHT_NOTE (7): not SFrame data whatever its name; the segment still is.
+    put_le(copy, shdr_at(copy, s->index) + 4, 7, 4);
+    auto note = elf::ElfFile::from_bytes(copy, "note");
+    REQUIRE(note.has_value());
+    auto w2 = note->find_sframe();
+    REQUIRE(w2.has_value());
+    CHECK(w2->how == elf::SframeLocation::How::Segment);
+}
+
+TEST_CASE("find_sframe: by section type when the name is not .sframe", "[elf]") {
+    const auto f = open("x86_64-sftype");
+    auto where = f.find_sframe();
+    REQUIRE(where.has_value());
+    CHECK(where->how == elf::SframeLocation::How::SectionType);
+    CHECK(where->name == "sframe");
+    CHECK(where->vaddr == 0x21e0);
+    CHECK(where->size == 0xfa);
+    CHECK(f.sframe().has_value());
+}
+
+TEST_CASE(
+    "find_sframe: by PT_GNU_SFRAME without section headers; the size comes from the SFrame header",
+    "[elf]") {
+    const auto f = open("x86_64-noshdr");
+    CHECK(f.sections().empty());
+    auto where = f.find_sframe();
+    REQUIRE(where.has_value());
+    CHECK(where->how == elf::SframeLocation::How::Segment);
+    CHECK(where->name == "PT_GNU_SFRAME");
+    CHECK(where->vaddr == 0x21e0);
+    CHECK(where->file_offset == 0x21e0);
+    // ld 2.40 made the segment 0x11c bytes for a 0xfa-byte section.
+    const auto& seg = f.program_headers().at(phdr_index(f, elf::pt_gnu_sframe));
+    CHECK(seg.filesz == 0x11c);
+    CHECK(where->size == 0xfa);
+    auto section = f.sframe();
+    REQUIRE(section.has_value());
+    CHECK(section->used_size() == where->size);
+
+    // The same bytes as the section found by name in the original.
+    const auto orig = open("x86_64-pie");
+    auto ow = orig.find_sframe();
+    REQUIRE(ow.has_value());
+    auto a = f.sframe_bytes(*where);
+    auto b = orig.sframe_bytes(*ow);
+    REQUIRE(a.has_value());
+    REQUIRE(b.has_value());
+    CHECK(std::equal(a->begin(), a->end(), b->begin(), b->end()));
+    CHECK(ow->size == where->size);
+}
+
+TEST_CASE("find_sframe: errors name the file and the offset", "[elf]") {
+    const auto f = open("x86_64-noshdr");
+    const std::size_t i = phdr_index(f, elf::pt_gnu_sframe);
+    auto copy = bytes_of("x86_64-noshdr");
+
+    SECTION("a bad SFrame header in the segment") {
+        copy.at(0x21e0) ^= 0xff; // first magic byte
+        auto bad = elf::ElfFile::from_bytes(copy, "bad-magic");
+        REQUIRE(bad.has_value());
+        auto w = bad->find_sframe();
+        REQUIRE_FALSE(w.has_value());
+        CHECK(w.error().code() == Errc::BadMagic);
+        CHECK(w.error().where() == 0x21e0);
+        CHECK(has_text(w.error(), "bad-magic"));
+        CHECK(has_text(w.error(), "PT_GNU_SFRAME"));
+    }
+    SECTION("a segment that runs past the end of the file") {
+        put_le(copy, phdr_at(copy, i) + 0x20, 0x100000, 8); // p_filesz
+        auto big = elf::ElfFile::from_bytes(copy, "big-segment");
+        REQUIRE(big.has_value());
+        auto w = big->find_sframe();
+        REQUIRE_FALSE(w.has_value());
+        CHECK(w.error().code() == Errc::Truncated);
+        CHECK(w.error().where() == 0x21e0);
+        CHECK(has_text(w.error(), "big-segment"));
+    }
+    SECTION("no SFrame at all") {
+        put_le(copy, phdr_at(copy, i), 0, 4); // p_type = PT_NULL
+        auto none = elf::ElfFile::from_bytes(copy, "no-sframe");
+        REQUIRE(none.has_value());
+        auto w = none->find_sframe();
+        REQUIRE_FALSE(w.has_value());
+        CHECK(w.error().code() == Errc::NotFound);
+        CHECK(has_text(w.error(), "no-sframe"));
+        CHECK_FALSE(none->sframe().has_value());
+    }
+    SECTION("a section whose size runs past the end of the file") {
+        const auto pie = open("x86_64-pie");
+        auto p = bytes_of("x86_64-pie");
+        put_le(p, shdr_at(p, pie.section(".sframe")->index) + 0x20, 0x7fffffff, 8); // sh_size
+        auto huge = elf::ElfFile::from_bytes(p, "huge-section");
+        REQUIRE(huge.has_value());
+        auto w = huge->find_sframe();
+        REQUIRE_FALSE(w.has_value());
+        CHECK(w.error().code() == Errc::Truncated);
+        CHECK(w.error().where() == 0x21e0);
+        CHECK(has_text(w.error(), "huge-section"));
+        CHECK_FALSE(huge->section_bytes(".sframe").has_value());
+    }
+}
+
+TEST_CASE("ELF classes, byte orders and machines", "[elf]") {
+    SECTION("x86-64") {
+        const auto f = open("x86_64-pie");
+        CHECK(f.machine() == 62);
+        CHECK(f.byte_order() == ByteOrder::Little);
+        REQUIRE(f.abi().has_value());
+        CHECK(f.abi()->arch == Arch::X86_64);
+    }
+    SECTION("AArch64, both byte orders") {
+        const auto le = open("aarch64-pie");
+        REQUIRE(le.abi().has_value());
+        CHECK(le.abi()->name == "aarch64");
+        const auto be = open("aarch64be-static");
+        CHECK(be.byte_order() == ByteOrder::Big);
+        REQUIRE(be.abi().has_value());
+        CHECK(be.abi()->name == "aarch64_be");
+        auto w = be.find_sframe();
+        REQUIRE(w.has_value());
+        CHECK(w->vaddr == 0x4003d8);
+        CHECK(w->size == 0xcb);
+        auto s = be.sframe();
+        REQUIRE(s.has_value());
+        CHECK(s->header().abi_arch == sframe::AbiArch::AArch64Big);
+        CHECK(s->fde_count() == 7);
+        // libelf converts headers and symbols to host order in its own
+        // buffers: the image stays as the file was.
+        (void)be.function_symbols();
+        (void)be.build_id();
+        const auto file = bytes_of("aarch64be-static");
+        CHECK(std::equal(be.image().begin(), be.image().end(), file.begin(), file.end()));
+    }
+    SECTION("s390x and ppc64 by e_machine (offset 18, file byte order)") {
+        auto be = bytes_of("aarch64be-static");
+        be.at(18) = 0;
+        be.at(19) = 22; // EM_S390
+        auto s390 = elf::ElfFile::from_bytes(be, "s390x");
+        REQUIRE(s390.has_value());
+        REQUIRE(s390->abi().has_value());
+        CHECK(s390->abi()->arch == Arch::S390x);
+        be.at(19) = 21; // EM_PPC64
+        auto ppc = elf::ElfFile::from_bytes(be, "ppc64");
+        REQUIRE(ppc.has_value());
+        REQUIRE(ppc->abi().has_value());
+        CHECK(ppc->abi()->name == "ppc64");
+
+        auto le = bytes_of("x86_64-pie");
+        put_le(le, 18, 21, 2);
+        auto ppcle = elf::ElfFile::from_bytes(le, "ppc64le");
+        REQUIRE(ppcle.has_value());
+        REQUIRE(ppcle->abi().has_value());
+        CHECK(ppcle->abi()->name == "ppc64le");
+        put_le(le, 18, 22, 2); // little-endian s390x does not exist
+        auto s390le = elf::ElfFile::from_bytes(le, "s390le");
+        REQUIRE(s390le.has_value());
+        CHECK_FALSE(s390le->abi().has_value());
+        put_le(le, 18, 243, 2); // EM_RISCV: readable, no SFrame ABI
+        auto riscv = elf::ElfFile::from_bytes(le, "riscv");
+        REQUIRE(riscv.has_value());
+        CHECK_FALSE(riscv->abi().has_value());
+        CHECK(riscv->find_sframe().has_value());
+        auto cfi = cfi::CfiTable::open(*riscv);
+        REQUIRE_FALSE(cfi.has_value());
+        CHECK(cfi.error().code() == Errc::Unsupported);
+    }
+    SECTION("32-bit ELF is refused") {
+        auto f = elf::ElfFile::open(data("x86-32.o").string());
+        REQUIRE_FALSE(f.has_value());
+        CHECK(f.error().code() == Errc::Unsupported);
+        CHECK(f.error().where() == 4); // EI_CLASS
+        CHECK(has_text(f.error(), "x86-32.o"));
+        CHECK(has_text(f.error(), "32-bit"));
+    }
+    SECTION("not ELF, or no file") {
+        std::vector<std::uint8_t> zeros(256, 0);
+        auto z = elf::ElfFile::from_bytes(zeros, "zeros");
+        REQUIRE_FALSE(z.has_value());
+        CHECK(z.error().code() == Errc::BadMagic);
+        CHECK(has_text(z.error(), "zeros"));
+        auto missing = elf::ElfFile::open(data("no-such-file").string());
+        REQUIRE_FALSE(missing.has_value());
+        CHECK(missing.error().code() == Errc::Io);
+        CHECK(has_text(missing.error(), "no-such-file"));
+    }
+}
+
+TEST_CASE("load segments, link base and the load bias", "[elf]") {
+    const auto pie = open("x86_64-pie");
+    CHECK(pie.is_pie_or_shared());
+    CHECK(pie.link_base() == 0);
+    const auto& loads = pie.load_segments();
+    REQUIRE(loads.size() == 4);
+    CHECK(loads[1].vaddr == 0x1000);
+    CHECK(loads[1].offset == 0x1000);
+    CHECK(loads[1].filesz == 0x241);
+    CHECK(loads[1].flags == 5); // PF_R | PF_X
+    CHECK(loads[3].vaddr == 0x3dd0);
+    CHECK(loads[3].filesz == 0x248);
+    CHECK(loads[3].memsz == 0x250);
+
+    const auto nopie = open("x86_64-nopie");
+    CHECK_FALSE(nopie.is_pie_or_shared());
+    CHECK(nopie.link_base() == 0x400000);
+    // A non-PIE loads where it was linked: bias 0.
+    CHECK(0x400000 - nopie.link_base() == 0);
+
+    const auto lib = open("x86_64-lib.so");
+    CHECK(lib.is_pie_or_shared());
+    CHECK(lib.link_base() == 0);
+    // Mapped at 0x7f0000000000: link-time 0x1180 is runtime 0x7f0000001180.
+    const std::uint64_t bias = 0x7f0000000000 - lib.link_base();
+    CHECK(bias + 0x1180 == 0x7f0000001180);
+}
+
+TEST_CASE("build ID from NT_GNU_BUILD_ID, through sections or PT_NOTE", "[elf]") {
+    auto id = open("x86_64-pie").build_id();
+    REQUIRE(id.has_value());
+    CHECK(hex_string(*id) == "969f4e67d12164ee03fa1986d72b112747e4367b");
+    auto seg = open("x86_64-noshdr").build_id();
+    REQUIRE(seg.has_value());
+    CHECK(*seg == *id);
+    auto be = open("aarch64be-static").build_id();
+    REQUIRE(be.has_value());
+    CHECK(hex_string(*be) == "13580f7ee618b5aff81d8b0d3df7843e89ae5429");
+    // No section headers and no PT_NOTE: no build ID.
+    auto copy = bytes_of("x86_64-noshdr");
+    const auto f = open("x86_64-noshdr");
+    for (std::size_t i = 0; i < f.program_headers().size(); ++i)
+        if (f.program_headers()[i].type == 4)
+            put_le(copy, phdr_at(copy, i), 0, 4); // PT_NOTE -> PT_NULL
+    auto none = elf::ElfFile::from_bytes(copy, "no-notes");
+    REQUIRE(none.has_value());
+    CHECK_FALSE(none->build_id().has_value());
+}
+
+TEST_CASE("function symbols from .symtab and .dynsym", "[elf]") {
+    const auto f = open("x86_64-pie");
+    const auto& syms = f.function_symbols();
+    auto find = [&](const std::string& name) -> const elf::Symbol* {
+        for (const auto& s : syms)
+            if (s.name == name) return &s;
+        return nullptr;
+    };
+    // readelf -s: 16 defined FUNC/IFUNC symbols; __libc_start_main and
+    // __cxa_finalize are undefined and left out.
+    CHECK(syms.size() == 16);
+    CHECK(find("__libc_start_main") == nullptr);
+    REQUIRE(find("leaf") != nullptr);
+    CHECK(find("leaf")->value == 0x1180);
+    CHECK(find("leaf")->size == 5);
+    REQUIRE(find("picked") != nullptr); // STT_GNU_IFUNC
+    CHECK(find("picked")->value == 0x1230);
+    REQUIRE(find("impl") != nullptr); // local
+    CHECK(std::is_sorted(syms.begin(), syms.end(), [](const elf::Symbol& a, const elf::Symbol& b) {
+        return a.value < b.value;
+    }));
+
+    CHECK(f.symbol_for(0x1180)->name == "leaf");
+    CHECK(f.symbol_for(0x1184)->name == "leaf");
+    CHECK(f.symbol_for(0x1185) == nullptr); // padding after leaf
+    CHECK(f.symbol_for(0x11a0)->name == "with_frame");
+    CHECK(f.symbol_for(0x1000)->name == "_init"); // zero size: its own address only
+    CHECK(f.symbol_for(0x1001) == nullptr);
+    CHECK(f.symbol_for(0x10) == nullptr);
+
+    SECTION("both tables: each symbol once") {
+        const auto lib = open("x86_64-lib.so");
+        std::set<std::pair<std::uint64_t, std::string>> seen;
+        for (const auto& s : lib.function_symbols())
+            CHECK(seen.insert({s.value, s.name}).second);
+        CHECK(seen.count({0x1190, "leaf"}) == 1);
+    }
+    SECTION(".dynsym only") {
+        const auto stripped = open("x86_64-lib-stripped.so");
+        CHECK_FALSE(stripped.has_section(".symtab"));
+        const auto& ds = stripped.function_symbols();
+        // The exported functions (readelf --dyn-syms); not the static impl.
+        std::set<std::string> names;
+        for (const auto& s : ds)
+            names.insert(s.name);
+        CHECK(names == std::set<std::string>{"cfa_exprs", "leaf", "main", "picked", "realign",
+                                             "recurse", "with_frame"});
+        CHECK(stripped.symbol_for(0x1192)->name == "leaf");
+    }
+}
+
+TEST_CASE("ElfFile is movable and its libelf handle survives the move", "[elf]") {
+    auto f = open("x86_64-pie");
+    ::Elf* handle = f.libelf_handle();
+    elf::ElfFile moved(std::move(f));
+    CHECK(moved.libelf_handle() == handle);
+    elf::ElfFile other = open("x86_64-nopie");
+    other = std::move(moved);
+    CHECK(other.libelf_handle() == handle);
+    CHECK(other.find_sframe()->vaddr == 0x21e0);
+    CHECK(other.section_bytes(".eh_frame")->size() == 0x178);
+}
+
+TEST_CASE("truncated files give errors, not crashes", "[elf][robustness]") {
+    SECTION("every cut of a file with section headers fails to open") {
+        const auto full = bytes_of("x86_64-pie");
+        // The section header table is at the end, so any cut loses part of it.
+        for (std::size_t cut = 0; cut < full.size(); cut += cut < 128 ? 1 : 13) {
+            INFO("cut at " << cut);
+            auto f = elf::ElfFile::from_bytes(std::span(full).first(cut), "cut");
+            REQUIRE_FALSE(f.has_value());
+            CHECK(f.error().code() == Errc::Truncated);
+            CHECK(has_text(f.error(), "cut"));
+        }
+    }
+    SECTION("cuts of a file without section headers fail where the data is missing") {
+        const auto full = bytes_of("x86_64-noshdr");
+        const std::size_t phdr_end = 64 + 14 * 56; // e_phoff 64, 14 program headers
+        const std::size_t seg_end = 0x21e0 + 0x11c;
+        int opened = 0;
+        for (std::size_t cut = 0; cut <= full.size(); cut += cut < 900 ? 1 : 7) {
+            INFO("cut at " << cut);
+            auto f = elf::ElfFile::from_bytes(std::span(full).first(cut), "cut");
+            if (cut < phdr_end) {
+                CHECK_FALSE(f.has_value());
+                continue;
+            }
+            REQUIRE(f.has_value());
+            ++opened;
+            auto w = f->find_sframe();
+            CHECK(w.has_value() == (cut >= seg_end));
+            if (!w) CHECK(w.error().code() == Errc::Truncated);
+            (void)f->build_id();
+            (void)f->function_symbols();
+            auto table = cfi::CfiTable::open(*f);
+            if (table)
+                for (const auto& fde : table->fdes())
+                    (void)table->rows(fde);
+        }
+        CHECK(opened > 1000);
+    }
+    SECTION("random damage to the tables libelf and the decoders read") {
+        const auto full = bytes_of("x86_64-pie");
+        const auto f = open("x86_64-pie");
+        const auto id = f.build_id();
+        std::mt19937 rng(12345);
+        for (const char* name :
+             {".symtab", ".strtab", ".dynsym", ".note.gnu.build-id", ".sframe", ".shstrtab"}) {
+            const auto* s = f.section(name);
+            REQUIRE(s != nullptr);
+            for (int round = 0; round < 150; ++round) {
+                auto copy = full;
+                for (int k = 0; k < 3; ++k)
+                    copy[s->offset + rng() % s->size] = static_cast<std::uint8_t>(rng());
+                // The headers are intact, so the file opens; what was damaged
+                // reads as an error or as other values, never out of bounds.
+                auto g = elf::ElfFile::from_bytes(copy, "damaged");
+                REQUIRE(g.has_value());
+                if (std::string(name) != ".note.gnu.build-id") CHECK(g->build_id() == id);
+                for (const auto& sym : g->function_symbols())
+                    CHECK(g->symbol_for(sym.value) != nullptr);
+                auto sec = g->sframe();
+                if (!sec) {
+                    CHECK(has_text(sec.error(), "damaged"));
+                    continue;
+                }
+                for (std::uint32_t i = 0; i < sec->fde_count(); ++i)
+                    (void)sec->fde(i);
+            }
+        }
+    }
+}
