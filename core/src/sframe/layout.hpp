@@ -30,10 +30,12 @@ struct Layout {
     // section 1.2).
     bool empty_fde_is_outermost;
 
+    // Bytes of the signed function-start field at the head of each FDE
+    // (index) record: lookups binary-search on it without decoding the rest.
+    std::uint8_t start_field_size;
+
     // Reads FDE `index`; the caller has checked index < num_fdes.
     Expected<Fde> (*decode_fde)(const Geometry& g, std::uint32_t index);
-    // The function start of FDE `index` without the rest, for binary search.
-    std::uint64_t (*start_of)(const Geometry& g, std::uint32_t index);
 };
 
 const Layout* layout_for(std::uint8_t version) noexcept;

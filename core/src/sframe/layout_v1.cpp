@@ -14,11 +14,6 @@ namespace {
 
 constexpr std::uint32_t fde_size = 17;
 
-std::uint64_t start_of(const Geometry& g, std::uint32_t index) {
-    std::int32_t field = 0;
-    (void)g.view.load(g.fde_sub + std::uint64_t{index} * fde_size, field);
-    return g.vaddr + static_cast<std::uint64_t>(std::int64_t{field});
-}
 
 Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
     Fde f;
@@ -44,6 +39,6 @@ Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
 extern const Layout layout_v1;
 const Layout layout_v1{Version::V1, fde_size, flag::fde_sorted | flag::frame_pointer,
                        /*allows_s390x=*/false, /*has_rep_size=*/false, /*s390x_regnum_words=*/false,
-                       /*empty_fde_is_outermost=*/false, decode, start_of};
+                       /*empty_fde_is_outermost=*/false, /*start_field_size=*/4, decode};
 
 } // namespace sfunwind::sframe

@@ -17,12 +17,6 @@ namespace {
 
 constexpr std::uint32_t fde_size = 20;
 
-std::uint64_t start_of(const Geometry& g, std::uint32_t index) {
-    const std::uint64_t at = g.fde_sub + std::uint64_t{index} * fde_size;
-    std::int32_t field = 0;
-    (void)g.view.load(at, field);
-    return function_start(g, at, field);
-}
 
 Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
     Fde f;
@@ -48,6 +42,6 @@ extern const Layout layout_v2;
 const Layout layout_v2{Version::V2, fde_size,
                        flag::fde_sorted | flag::frame_pointer | flag::fde_func_start_pcrel,
                        /*allows_s390x=*/true, /*has_rep_size=*/true, /*s390x_regnum_words=*/true,
-                       /*empty_fde_is_outermost=*/false, decode, start_of};
+                       /*empty_fde_is_outermost=*/false, /*start_field_size=*/4, decode};
 
 } // namespace sfunwind::sframe

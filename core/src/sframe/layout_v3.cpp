@@ -21,12 +21,6 @@ namespace {
 constexpr std::uint32_t fde_size = 16;
 constexpr std::uint32_t attr_size = 5;
 
-std::uint64_t start_of(const Geometry& g, std::uint32_t index) {
-    const std::uint64_t at = g.fde_sub + std::uint64_t{index} * fde_size;
-    std::int64_t field = 0;
-    (void)g.view.load(at, field);
-    return function_start(g, at, field);
-}
 
 Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
     Fde f;
@@ -62,6 +56,6 @@ Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
 extern const Layout layout_v3;
 const Layout layout_v3{Version::V3, fde_size, flag::fde_sorted | flag::fde_func_start_pcrel,
                        /*allows_s390x=*/true, /*has_rep_size=*/true, /*s390x_regnum_words=*/false,
-                       /*empty_fde_is_outermost=*/true, decode, start_of};
+                       /*empty_fde_is_outermost=*/true, /*start_field_size=*/8, decode};
 
 } // namespace sfunwind::sframe

@@ -111,16 +111,27 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
     for (std::uint32_t i = 1; sorted && i < h.num_fdes; ++i)
         sorted = s.start_of(i - 1) <= s.start_of(i);
     if (!sorted && h.num_fdes > 1) {
+        std::vector<std::pair<std::uint64_t, std::uint32_t>> keys(h.num_fdes);
+        for (std::uint32_t i = 0; i < h.num_fdes; ++i) keys[i] = {s.start_of(i), i};
+        std::stable_sort(keys.begin(), keys.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
         s.order_.resize(h.num_fdes);
-        for (std::uint32_t i = 0; i < h.num_fdes; ++i) s.order_[i] = i;
-        std::stable_sort(s.order_.begin(), s.order_.end(),
-                         [&](std::uint32_t a, std::uint32_t b) { return s.start_of(a) < s.start_of(b); });
+        for (std::uint32_t i = 0; i < h.num_fdes; ++i) s.order_[i] = keys[i].second;
     }
     return s;
 }
 
 std::uint64_t Section::start_of(std::uint32_t index) const noexcept {
-    return layout_->start_of(geometry(view_, header_, vaddr_, fde_sub_, fre_sub_), index);
+    const std::uint64_t at = fde_sub_ + std::uint64_t{index} * layout_->fde_size;
+    std::int64_t field = 0;
+    if (layout_->start_field_size == 8) {
+        (void)view_.load(at, field);
+    } else {
+        std::int32_t narrow = 0;
+        (void)view_.load(at, narrow);
+        field = narrow;
+    }
+    return (header_.pcrel() ? vaddr_ + at : vaddr_) + static_cast<std::uint64_t>(field);
 }
 
 Expected<Fde> Section::fde(std::uint32_t index) const {
@@ -265,27 +276,41 @@ Expected<Row> Section::lookup(std::uint64_t pc) const {
         }
         return Error(Errc::NotFound, "FDE " + std::to_string(fde.index) + " has no FREs", fde.entry_offset);
     }
+    // Skip FREs by their start and info byte alone; only the chosen one is
+    // decoded in full (and checked) by fre_at().
+    const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
+    const unsigned start_width = 1U << static_cast<unsigned>(fde.fre_type);
     std::uint64_t at = fde.fres_begin;
-    Fre best;
+    std::uint64_t best_at = 0;
     std::uint32_t best_index = 0;
     bool found = false;
     std::uint64_t next_start = fde.pc_type == PcType::Mask && fde.rep_size ? fde.rep_size : fde.size;
     for (std::uint32_t i = 0; i < fde.num_fres; ++i) {
-        auto fre = fre_at(fde, at);
-        if (!fre) return std::move(fre).error();
-        at += fre->size;
-        if (fre->start > pc_offset) {
-            next_start = fre->start;
+        std::uint32_t start = 0;
+        std::uint8_t info = 0;
+        if (!frev.load_sized(at, start_width, start) || !frev.load(at + start_width, info) ||
+            ((info >> 5U) & 0x3U) == 3) {
+            auto fre = fre_at(fde, at); // for its precise error
+            if (!fre) return std::move(fre).error();
+            return Error(Errc::Malformed, "FRE " + std::to_string(i) + " of FDE " + std::to_string(fde.index) +
+                                              " is unreadable", at);
+        }
+        if (start > pc_offset) {
+            next_start = start;
             break;
         }
-        best = *fre;
+        best_at = at;
         best_index = i;
         found = true;
+        const unsigned size_code = (info >> 5U) & 0x3U;
+        at += start_width + 1 + ((info >> 1U) & 0xfU) * (1U << size_code);
     }
     if (!found)
         return Error(Errc::NotFound, "no FRE of FDE " + std::to_string(fde.index) + " covers " + hex(pc),
                      fde.fres_begin);
-    auto row = this->row(fde, best, best_index, next_start);
+    auto best = fre_at(fde, best_at);
+    if (!best) return std::move(best).error();
+    auto row = this->row(fde, *best, best_index, next_start);
     if (row && block_base != 0) {
         row->pc_begin += block_base;
         row->pc_end += block_base;
