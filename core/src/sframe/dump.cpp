@@ -73,11 +73,11 @@ std::string flags_text(std::uint8_t flags, DumpStyle style) {
 
 class Dumper {
 public:
-    Dumper(const Section& s, const DumpOptions& o) : s_(s), o_(o) {
-        style_ = o.style != DumpStyle::Auto ? o.style
+    Dumper(const Section& s, const DumpOptions& o)
+        : s_(s), o_(o),
+          style_(o.style != DumpStyle::Auto    ? o.style
                  : s.version() == Version::V1 ? DumpStyle::Binutils2_40
-                                              : DumpStyle::Binutils2_47;
-    }
+                                              : DumpStyle::Binutils2_47) {}
 
     std::string run() {
         const Header& h = s_.header();
