@@ -22,16 +22,9 @@ binutils 2.47 does.
 } // namespace
 
 int run_dump(const Args& args) {
-    auto o = parse_common(args, "dump");
-    if (!o) return exit_usage;
-    if (o->help) {
-        std::fputs(help, stdout);
-        return exit_ok;
-    }
-    if (o->positional.empty()) {
-        std::fputs(help, stderr);
-        return exit_usage;
-    }
+    auto begun = begin_command(args, "dump", help);
+    if (const int* status = std::get_if<int>(&begun)) return *status;
+    const auto* o = &std::get<CommonOptions>(begun);
     int status = exit_ok;
     for (const auto& path : o->positional) {
         auto in = open_input(path, o->input);

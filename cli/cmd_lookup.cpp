@@ -21,16 +21,9 @@ Exit status: 0 if every PC has a row, 1 if some do not, 2 on usage errors.
 } // namespace
 
 int run_lookup(const Args& args) {
-    auto o = parse_common(args, "lookup");
-    if (!o) return exit_usage;
-    if (o->help) {
-        std::fputs(help, stdout);
-        return exit_ok;
-    }
-    if (o->positional.size() < 2) {
-        std::fputs(help, stderr);
-        return exit_usage;
-    }
+    auto begun = begin_command(args, "lookup", help, 2);
+    if (const int* status = std::get_if<int>(&begun)) return *status;
+    const auto* o = &std::get<CommonOptions>(begun);
     auto in = open_input(o->positional[0], o->input);
     if (!in) {
         std::fprintf(stderr, "sfunwind lookup: %s\n", in.error().message().c_str());

@@ -27,16 +27,9 @@ Exit status: 0 when no errors (warnings allowed), 1 when any file has errors,
 } // namespace
 
 int run_validate(const Args& args) {
-    auto o = parse_common(args, "validate");
-    if (!o) return exit_usage;
-    if (o->help) {
-        std::fputs(help, stdout);
-        return exit_ok;
-    }
-    if (o->positional.empty()) {
-        std::fputs(help, stderr);
-        return exit_usage;
-    }
+    auto begun = begin_command(args, "validate", help);
+    if (const int* status = std::get_if<int>(&begun)) return *status;
+    const auto* o = &std::get<CommonOptions>(begun);
     int status = exit_ok;
     for (const auto& path : o->positional) {
         auto in = open_input(path, o->input);

@@ -18,5 +18,6 @@ inline constexpr int exit_usage = 2;
 int run_dump(const Args& args);
 int run_lookup(const Args& args);
 int run_validate(const Args& args);
+int run_tbtab(const Args& args);
 
 } // namespace sfunwind::cli

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "bt/bt_command.hpp"
+#include "check/check_commands.hpp"
 #include "commands.hpp"
 
 #include <cstdio>
@@ -20,6 +21,10 @@ Commands:
                           thread's backtrace unwound by SFrame
   bt -p PID               the same for a running process
   bt --core CORE EXE      the same for a core dump
+  tbtab FILE [PC...]      PowerPC64 traceback tables: every function's table, or
+                          the row for each PC (--json --scan --rows --check)
+  check FILE...           compare SFrame with DWARF CFI at every row boundary
+  convert FILE -o OUT     write an SFrame v3 section made from FILE's CFI
 
 Run `sfunwind COMMAND --help` for a command's options.
 Exit status: 0 success, 1 a finding (problems, differences, an incomplete
@@ -43,7 +48,10 @@ int main(int argc, char** argv) {
     if (command == "dump") return run_dump(args);
     if (command == "lookup") return run_lookup(args);
     if (command == "validate") return run_validate(args);
+    if (command == "tbtab") return run_tbtab(args);
     if (command == "bt") return run_bt(argc - 2, argv + 2);
+    if (command == "check") return run_check(args);
+    if (command == "convert") return run_convert(args);
     std::fprintf(stderr, "sfunwind: unknown command '%s'\n\n%s", command.c_str(), usage);
     return exit_usage;
 }

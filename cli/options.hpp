@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <variant>
 
 namespace sfunwind::cli {
 
@@ -51,6 +52,24 @@ inline std::optional<CommonOptions> parse_common(const Args& args, const char* c
         return std::nullopt;
     }
     return o;
+}
+
+// The common head of a command over files: parses the shared options, prints
+// `help` for --help (exit 0) or when fewer than `min_files` are given (exit 2).
+// Returns the options to go on with, or the exit status to return.
+inline std::variant<CommonOptions, int> begin_command(const Args& args, const char* command, const char* help,
+                                                      std::size_t min_files = 1) {
+    auto o = parse_common(args, command);
+    if (!o) return exit_usage;
+    if (o->help) {
+        std::fputs(help, stdout);
+        return exit_ok;
+    }
+    if (o->positional.size() < min_files) {
+        std::fputs(help, stderr);
+        return exit_usage;
+    }
+    return std::move(*o);
 }
 
 } // namespace sfunwind::cli

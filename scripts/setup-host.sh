@@ -19,6 +19,8 @@ PACKAGES=(
   # sid chroot and foreign architectures
   debootstrap qemu-user
   binutils-aarch64-linux-gnu gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+  # PowerPC64 traceback-table fixtures (big- and little-endian)
+  gcc-powerpc64-linux-gnu gcc-powerpc64le-linux-gnu libc6-dev-ppc64-cross libc6-dev-ppc64el-cross
   # fuzzing and lint
   clang clang-format clang-tidy cppcheck
   # fixtures: file(1) for sanity checks, coreutils sha256sum is always present

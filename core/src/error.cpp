@@ -21,6 +21,12 @@ const char* to_string(Errc code) noexcept {
     return "error";
 }
 
+std::string to_hex(std::uint64_t value) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
+    return buf;
+}
+
 std::string Error::message() const {
     if (where_ == no_offset) return what_;
     char buf[48];

@@ -25,6 +25,9 @@ enum class Errc : std::uint8_t {
 
 const char* to_string(Errc code) noexcept;
 
+// "0x1f": how messages spell addresses and offsets.
+std::string to_hex(std::uint64_t value);
+
 // Sentinel for "no location": errors about the input as a whole.
 inline constexpr std::uint64_t no_offset = ~std::uint64_t{0};
 

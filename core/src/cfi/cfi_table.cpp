@@ -275,6 +275,11 @@ Expected<std::vector<CfiRow>> CfiTable::rows(const FdeRange& fde) const {
                          impl_->file_name + ": " + to_string(fde.source) + ": the row at " +
                              hex(pc) + " spans [" + hex(row->begin) + ", " + hex(row->end) + ")",
                          pc);
+        // After DW_CFA_restore_state, libdw (0.188) reports the start of the
+        // row that was remembered, not of the restored one: the row really
+        // starts where the previous one ended.
+        row->begin = pc;
+        row->rules.pc_begin = pc;
         row->rules.fre_index = static_cast<std::uint32_t>(out.size());
         pc = std::min(row->end, fde.end);
         out.push_back(std::move(*row));

@@ -374,6 +374,9 @@ private:
                     const std::uint64_t next = i + 1 < fres->size() ? (*fres)[i + 1].start : block;
                     auto row = section_.row(fde, fre, i, next);
                     if (!row) return std::move(row).error();
+                    // An outermost FRE has no CFA rule (no data words); DWARF
+                    // needs one, and nothing is unwound through it.
+                    if (row->outermost) row->cfa = CfaRule{abi_.sp_reg, -abi_.sp_from_cfa, false};
                     rows.emplace_back(base + fre.start, *row);
                 }
                 if (!mask) break;

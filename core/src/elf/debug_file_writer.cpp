@@ -128,13 +128,13 @@ private:
 
 } // namespace
 
-Expected<DebugFileReport> write_debug_file(const ElfFile& program, const DebugFileContents& contents,
+Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileContents& contents,
                                            const std::string& path) {
-    const std::string who = program.name() + " -> " + path;
+    const std::string who = base.name() + " -> " + path;
     auto fail = [&](Errc code, const std::string& what) { return Error(code, who + ": " + what); };
     auto libelf_fail = [&](const char* what) { return fail(Errc::Io, std::string(what) + ": " + elf_errmsg(-1)); };
 
-    ::Elf* src = program.libelf_handle();
+    ::Elf* src = base.libelf_handle();
     if (src == nullptr) return fail(Errc::Malformed, "no ELF image");
     GElf_Ehdr ehdr;
     if (gelf_getehdr(src, &ehdr) == nullptr) return libelf_fail("cannot read the ELF header");
@@ -190,28 +190,48 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& program, const DebugFi
         }
     }
     DebugFileReport report;
-    if (dynsym) {
-        for (auto& e : read_symbols(src, elf_getscn(src, *dynsym), sections[*dynsym].shdr)) {
+    // The base section that holds a link-time address (allocated sections;
+    // code first), for symbols and functions that come from elsewhere.
+    auto section_of = [&](std::uint64_t addr) -> std::uint16_t {
+        std::uint16_t found = 0;
+        for (std::size_t i = 1; i < sections.size() && i < SHN_LORESERVE; ++i) {
+            const GElf_Shdr& h = sections[i].shdr;
+            if ((h.sh_flags & SHF_ALLOC) == 0 || addr < h.sh_addr || addr >= h.sh_addr + h.sh_size) continue;
+            found = static_cast<std::uint16_t>(i);
+            if ((h.sh_flags & SHF_EXECINSTR) != 0) break;
+        }
+        return found;
+    };
+    auto merge = [&](std::vector<SymbolEntry> entries, bool remap, bool dynamic) {
+        for (auto& e : entries) {
             if (e.shndx == SHN_UNDEF || e.name.empty() || present.count({e.name, e.value}) != 0) continue;
+            const unsigned type = GELF_ST_TYPE(e.info);
+            if (type == STT_SECTION || type == STT_FILE) continue;
+            if (remap && e.shndx < SHN_LORESERVE) {
+                e.shndx = section_of(e.value);
+                if (e.shndx == 0) continue;
+            }
             if (is_function(e)) function_starts.insert(e.value);
             present.emplace(e.name, e.value);
-            ++report.copied_dynamic;
+            if (dynamic) ++report.copied_dynamic;
             (GELF_ST_BIND(e.info) == STB_LOCAL ? locals : globals).push_back(std::move(e));
+        }
+    };
+    if (dynsym) merge(read_symbols(src, elf_getscn(src, *dynsym), sections[*dynsym].shdr), false, true);
+    for (const ElfFile* other : contents.symbol_sources) {
+        ::Elf* oe = other != nullptr ? other->libelf_handle() : nullptr;
+        if (oe == nullptr || oe == src) continue;
+        for (Elf_Scn* scn = elf_nextscn(oe, nullptr); scn != nullptr; scn = elf_nextscn(oe, scn)) {
+            GElf_Shdr h;
+            if (gelf_getshdr(scn, &h) == nullptr || (h.sh_type != SHT_SYMTAB && h.sh_type != SHT_DYNSYM)) continue;
+            merge(read_symbols(oe, scn, h), true, h.sh_type == SHT_DYNSYM);
         }
     }
     for (const Symbol& f : contents.functions) {
         if (function_starts.count(f.value) != 0) continue;
         // The section that holds the function, so that the symbol is a code
         // symbol rather than an absolute one.
-        std::uint16_t shndx = 0;
-        for (std::size_t i = 1; i < sections.size(); ++i) {
-            const GElf_Shdr& h = sections[i].shdr;
-            if ((h.sh_flags & SHF_ALLOC) != 0 && f.value >= h.sh_addr && f.value < h.sh_addr + h.sh_size &&
-                i < SHN_LORESERVE) {
-                shndx = static_cast<std::uint16_t>(i);
-                if ((h.sh_flags & SHF_EXECINSTR) != 0) break;
-            }
-        }
+        const std::uint16_t shndx = section_of(f.value);
         if (shndx == 0) continue;
         SymbolEntry e;
         e.name = f.name;

@@ -41,6 +41,10 @@ Verdict cfa_verdict(const RowDetail& t, const CfaRule& c) {
     // The back chain at r1 holds r1 + frame size.
     if (c.reg == 1 && t.state.frame_size && c.offset == static_cast<std::int64_t>(*t.state.frame_size))
         return Verdict::Same;
+    // A frame whose size is in a register (stdux r1,r1,r0 for frames over
+    // 32 KiB): the back chain still holds the CFA; the size cannot be checked.
+    if (c.reg == 1 && c.offset > 0 && t.state.allocated && !t.state.frame_size && !t.state.fixed_size)
+        return Verdict::Equivalent;
     // GCC's frame pointer: r31 = CFA - N since `mr r31,r1` after the prologue.
     if (c.reg < 32 && ((t.state.frame_copies >> c.reg) & 1U) != 0 && t.state.fixed_size &&
         c.offset == static_cast<std::int64_t>(*t.state.fixed_size))
@@ -59,7 +63,7 @@ Verdict ra_verdict(const RowDetail& t, const RegRule& c) {
     if (mine.kind == RegRule::Kind::AtCfa && t.state.ra_saved && in_register(c)) return Verdict::Equivalent;
     // In LR, and CFI names the copy (`.cfi_register lr, r0` after mflr r0).
     if (mine.kind == RegRule::Kind::SameValue && c.kind == RegRule::Kind::ValReg && c.offset == 0 &&
-        c.reg == t.state.ra_gpr)
+        c.reg < 32 && ((t.state.ra_gprs >> c.reg) & 1U) != 0)
         return Verdict::Equivalent;
     return Verdict::Different;
 }
@@ -67,7 +71,7 @@ Verdict ra_verdict(const RowDetail& t, const RegRule& c) {
 Verdict fp_verdict(const RowDetail& t, const RegRule& c) {
     const RegRule& mine = t.row.fp;
     if (same_rule(mine, c)) return Verdict::Same;
-    if (mine.kind == RegRule::Kind::AtCfa && t.state.r31_saved && c.kind == RegRule::Kind::SameValue)
+    if (mine.kind == RegRule::Kind::AtCfa && t.state.r31_slot && c.kind == RegRule::Kind::SameValue)
         return Verdict::Equivalent; // saved and not (yet, or any more) changed
     return Verdict::Different;
 }

@@ -9,6 +9,7 @@
 #include "instruction.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -25,35 +26,35 @@ std::string hex(std::uint64_t v) {
 }
 
 // Volatile GPRs (r0, r3-r12; ELFv2 ABI 2.2.1.1): a call may change them.
-bool is_volatile(unsigned r) { return r == 0 || (r >= 3 && r <= 12); }
+constexpr std::uint32_t volatile_gprs = 0x1ff9U;
 
 class Transfer {
 public:
     explicit Transfer(const TracebackTable& table)
-        : alloca_reg_(table.alloca_reg ? *table.alloca_reg : 31U),
-          uses_alloca_(table.uses_alloca),
-          r31_slot_(gpr_save_offset(table.fp_saved, 31)) {}
+        : alloca_reg_(table.alloca_reg ? *table.alloca_reg : 31U), uses_alloca_(table.uses_alloca) {}
 
     FrameState operator()(const Insn& i, const FrameState& s) const {
         FrameState n = s;
         // A copy of the RA in a GPR dies when the GPR is written. mflr and
         // the slot reload below set it again.
-        if (s.ra_gpr != no_register && may_write_gpr(i, s.ra_gpr)) n.ra_gpr = no_register;
+        for (unsigned r = 0; r < 32; ++r)
+            if (((s.ra_gprs >> r) & 1U) != 0 && may_write_gpr(i, r)) n.ra_gprs &= ~(1U << r);
         for (unsigned r = 0; r < 32; ++r)
             if (((s.frame_copies >> r) & 1U) != 0 && may_write_gpr(i, r)) n.frame_copies &= ~(1U << r);
+        if (may_write_gpr(i, 31)) n.r31_callers = reloads_r31(i, s);
 
         const unsigned op = i.opcode();
         if (op == isa::op_x && (i.xo_x() == isa::xo_mfspr || i.xo_x() == isa::xo_mtspr) &&
             i.spr() == isa::spr_lr) {
             if (i.xo_x() == isa::xo_mfspr)
-                n.ra_gpr = s.ra_in_lr ? static_cast<std::uint16_t>(i.rt()) : no_register;
+                n.ra_gprs = s.ra_in_lr ? (n.ra_gprs | 1U << i.rt()) : (n.ra_gprs & ~(1U << i.rt()));
             else
-                n.ra_in_lr = s.ra_gpr == i.rt();
+                n.ra_in_lr = ((s.ra_gprs >> i.rt()) & 1U) != 0;
             return n;
         }
         if (is_call(i)) {
             n.ra_in_lr = false;
-            if (n.ra_gpr != no_register && is_volatile(n.ra_gpr)) n.ra_gpr = no_register;
+            n.ra_gprs &= ~volatile_gprs;
             return n;
         }
         if (op == isa::op_std && i.ra() == 1) {
@@ -65,9 +66,8 @@ public:
             }
             if (i.xo_ds() == 0) {
                 const auto at = r1_offset(s, lr_save_offset);
-                if (at && *at == i.ds() && s.ra_gpr == i.rt()) n.ra_saved = true;
-                const auto r31_at = r1_offset(s, r31_slot_);
-                if (i.rt() == 31 && r31_at && *r31_at == i.ds()) n.r31_saved = true;
+                if (at && *at == i.ds() && ((s.ra_gprs >> i.rt()) & 1U) != 0) n.ra_saved = true;
+                if (i.rt() == 31 && s.r31_callers && !s.r31_slot) n.r31_slot = cfa_offset(s, i.ds());
             }
             return n;
         }
@@ -91,7 +91,7 @@ public:
                 pop(n); // ld r1,0(r1): back to the caller's SP through the back chain
             } else if (i.ra() == 1 && s.ra_saved) {
                 const auto at = r1_offset(s, lr_save_offset);
-                if (at && *at == i.ds()) n.ra_gpr = static_cast<std::uint16_t>(i.rt());
+                if (at && *at == i.ds()) n.ra_gprs |= 1U << i.rt();
             }
             return n;
         }
@@ -129,6 +129,18 @@ private:
         n.frame_size = n.fixed_size;
     }
 
+    // `ld r31,D(r1)` from r31's save slot: r31 is the caller's again.
+    static bool reloads_r31(const Insn& i, const FrameState& s) {
+        return i.opcode() == isa::op_ld && i.xo_ds() == 0 && i.rt() == 31 && i.ra() == 1 && s.r31_slot &&
+               cfa_offset(s, i.ds()) == s.r31_slot;
+    }
+    // CFA-relative offset of r1 + d, when the frame size is known.
+    static std::optional<std::int32_t> cfa_offset(const FrameState& s, std::int32_t d) {
+        if (!s.allocated) return d;
+        if (s.frame_size) return static_cast<std::int32_t>(std::int64_t{d} - std::int64_t{*s.frame_size});
+        return std::nullopt;
+    }
+
     // r1-relative offset of a CFA-relative slot, when the frame size is known.
     static std::optional<std::int64_t> r1_offset(const FrameState& s, std::int32_t cfa_offset) {
         if (!s.allocated) return cfa_offset;
@@ -155,7 +167,6 @@ private:
 
     unsigned alloca_reg_;
     bool uses_alloca_;
-    std::int32_t r31_slot_;
 };
 
 // Up to two successors inside [start, end).
@@ -215,9 +226,10 @@ FrameState meet(const FrameState& a, const FrameState& b) {
     if (m.fixed_size != b.fixed_size) m.fixed_size.reset();
     m.frame_copies &= b.frame_copies;
     m.ra_in_lr = m.ra_in_lr && b.ra_in_lr;
-    if (m.ra_gpr != b.ra_gpr) m.ra_gpr = no_register;
+    m.ra_gprs &= b.ra_gprs;
     m.ra_saved = m.ra_saved && b.ra_saved;
-    m.r31_saved = m.r31_saved && b.r31_saved;
+    if (m.r31_slot != b.r31_slot) m.r31_slot.reset();
+    m.r31_callers = m.r31_callers && b.r31_callers;
     return m;
 }
 
@@ -228,7 +240,8 @@ FrameState body_state(const TracebackTable& table) {
     s.allocated = !table.frameless();
     s.ra_saved = table.saves_lr;
     s.ra_in_lr = !table.saves_lr;
-    s.r31_saved = table.gpr_saved > 0;
+    if (table.gpr_saved > 0) s.r31_slot = gpr_save_offset(table.fp_saved, 31);
+    s.r31_callers = table.gpr_saved == 0;
     return s;
 }
 
@@ -409,23 +422,20 @@ void apply_rules(const FrameState& state, const TracebackTable& table, Row& row)
     // chain word that holds it (ABI: "the stack pointer always points to the
     // back chain"), which stays right through alloca; before, r1 is the CFA.
     row.cfa = CfaRule{1, 0, state.allocated};
-    row.topmost_only = false;
-    if (state.ra_saved) {
+    // RA: the LR save doubleword once saved; also when LR was lost without a
+    // save the analysis followed, if the table says the function saves LR.
+    // Otherwise it is still in LR, or in the GPR mflr copied it to (the
+    // lowest: r0 after `mflr r0`), which only the topmost frame knows.
+    const bool in_slot = state.ra_saved || (!state.ra_in_lr && state.ra_gprs == 0 && table.saves_lr);
+    row.topmost_only = !in_slot;
+    if (in_slot)
         row.ra = RegRule::at_cfa(lr_save_offset);
-    } else if (state.ra_in_lr) {
-        row.ra = RegRule::same_value(RegRule::Source::Fre); // still in LR
-        row.topmost_only = true;
-    } else if (state.ra_gpr != no_register) {
-        row.ra = RegRule{RegRule::Kind::ValReg, state.ra_gpr, 0, RegRule::Source::Fre};
-        row.topmost_only = true;
-    } else if (table.saves_lr) {
-        row.ra = RegRule::at_cfa(lr_save_offset); // saved in a way the analysis did not follow
-    } else {
+    else if (!state.ra_in_lr && state.ra_gprs != 0)
+        row.ra = RegRule{RegRule::Kind::ValReg, static_cast<std::uint16_t>(std::countr_zero(state.ra_gprs)), 0,
+                         RegRule::Source::Fre};
+    else
         row.ra = RegRule::same_value(RegRule::Source::Fre);
-        row.topmost_only = true;
-    }
-    row.fp = state.r31_saved ? RegRule::at_cfa(gpr_save_offset(table.fp_saved, 31))
-                             : RegRule::same_value(RegRule::Source::Fre);
+    row.fp = state.r31_slot ? RegRule::at_cfa(*state.r31_slot) : RegRule::same_value(RegRule::Source::Fre);
 }
 
 } // namespace sfunwind::ppc64

@@ -216,7 +216,7 @@ bool TracebackIndex::never_returns(std::uint64_t target) const {
     if (range == nullptr) return false;
     std::uint64_t end = f->start + f->size;
     if (auto found = find(f->start)) end = std::min(end, found->table.address);
-    constexpr std::uint64_t max_bytes = 64 * 1024;
+    constexpr std::uint64_t max_bytes = std::uint64_t{64} * 1024;
     if (end <= f->start || end - f->start > max_bytes) return false;
     for (std::uint64_t pc = f->start; pc < end; pc += 4) {
         std::uint32_t word = 0;
@@ -333,8 +333,11 @@ Expected<RowDetail> TracebackIndex::lookup_detail(std::uint64_t pc) const {
     // are small; the analysis is bounded by AnalysisLimits.
     auto all = rows(*found);
     if (!all) return std::move(all).error();
-    for (auto& d : *all)
-        if (at >= d.row.pc_begin && at < d.row.pc_end) return std::move(d);
+    for (auto& d : *all) {
+        if (at < d.row.pc_begin || at >= d.row.pc_end) continue;
+        RowDetail out = std::move(d);
+        return out;
+    }
     return Error(Errc::NotFound, hex(pc) + " is not inside its function's code", pc);
 }
 

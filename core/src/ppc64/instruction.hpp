@@ -72,14 +72,19 @@ inline bool may_write_gpr(const Insn& i, unsigned r) {
         return i.ra() == r;             // rotates and logical immediates write RA
     case op_x:
         switch (i.xo_x()) {
+        // No GPR written: cmp cmpl mtspr mtcrf sync eieio dcbf dcbst dcbt
+        // dcbz; indexed stores without update, stwcx. stdcx.; mtvsr* (write
+        // a VSR); VMX/VSX loads and stores.
         case 0: case 32: case 467: case 144: case 598: case 854: case 86: case 54: case 278: case 1014:
-            return false;               // cmp cmpl mtspr mtcrf sync eieio dcbf dcbst dcbt dcbz
         case 149: case 151: case 215: case 407: case 663: case 727: case 983: case 231: case 150: case 214:
         case 660: case 662: case 918:
-            return false;               // indexed stores (no update), stwcx. stdcx.
+        case 179: case 211: case 243: case 403: case 435:
+        case 103: case 268: case 588: case 780: case 844: case 12: case 524:
+        case 396: case 716: case 908: case 972: case 140: case 652:
+            return false;
+        // Write RA only: indexed stores with update; mfvsrd mfvsrwz mfvsrld.
         case xo_stdux: case 183: case 247: case 439: case 695: case 759:
-            return i.ra() == r;         // indexed stores with update
-        case 51: case 115: case 307:    // mfvsrd mfvsrwz mfvsrld: RA is the GPR
+        case 51: case 115: case 307:
         // Logical and shift ops write RA; RS and RB are sources.
         case 28: case 60: case 124: case 284: case 316: case 412: case 444: case 476: // and andc nor eqv xor orc or nand
         case 24: case 27: case 536: case 539: case 792: case 794: case 824: case 826: case 827: // shifts
@@ -92,13 +97,7 @@ inline bool may_write_gpr(const Insn& i, unsigned r) {
         case 200: case 202: case 232: case 234: case 233: case 235: case 266: case 457: case 459:
         case 489: case 491:
             return i.rt() == r;
-        case 53: case 55: case 119: case 311: case 373: case 375: // indexed loads with update
-            return i.rt() == r || i.ra() == r;
-        case 179: case 211: case 243: case 403: case 435: // mtvsr*: write a VSR
-        case 103: case 268: case 588: case 780: case 844: case 12: case 524: // VMX/VSX loads
-        case 396: case 716: case 908: case 972: case 140: case 652:          // VSX stores
-            return false;
-        default:
+        default: // indexed loads with update (ldux, lwzux, ...) and anything unlisted
             return i.rt() == r || i.ra() == r;
         }
     default: return true;

@@ -21,13 +21,14 @@ Expected<StepResult> step_frame(const ModuleSet& modules, const FrameRegs& calle
     const std::uint64_t pc = lookup_pc(callee.pc, !topmost);
     const Module* m = modules.find(pc);
     if (module_out != nullptr) *module_out = m;
-    if (m == nullptr || !m->section) return Error(Errc::NotFound, "no module with SFrame covers " + hex(callee.pc));
-    auto row = m->section->lookup(pc - m->bias);
+    if (m == nullptr || !m->has_rows())
+        return Error(Errc::NotFound, "no module with SFrame covers " + hex(callee.pc));
+    auto row = m->lookup(pc - m->bias);
     if (!row) return Error(row.error().code(), m->name + ": " + row.error().message());
     // Rows are in link-time addresses; the stepper works on runtime values,
     // which a row's rules never mix with PCs.
     if (row_out != nullptr) *row_out = *row;
-    return step(*row, m->section->abi(), callee, topmost, memory, extra, options);
+    return step(*row, *m->abi(), callee, topmost, memory, extra, options);
 }
 
 Backtrace backtrace(const ModuleSet& modules, const FrameRegs& top, MemoryReader& memory,
@@ -45,7 +46,7 @@ Backtrace backtrace(const ModuleSet& modules, const FrameRegs& top, MemoryReader
         frame.regs = regs;
         Row row;
         auto next = step_frame(modules, regs, topmost, memory, extra, options.step, &row, &frame.module);
-        if (frame.module != nullptr && frame.module->section && (next || next.error().code() != Errc::NotFound))
+        if (frame.module != nullptr && frame.module->has_rows() && (next || next.error().code() != Errc::NotFound))
             frame.row = row;
         if (!next) {
             bt.frames.push_back(frame);

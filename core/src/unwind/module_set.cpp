@@ -5,6 +5,18 @@
 
 namespace sfunwind {
 
+Expected<Row> Module::lookup(std::uint64_t link_pc) const {
+    if (section) return section->lookup(link_pc);
+    if (rows) return rows->lookup(link_pc);
+    return Error(Errc::NotFound, name + " has no unwind table");
+}
+
+const Abi* Module::abi() const noexcept {
+    if (section) return &section->abi();
+    if (rows) return &rows->abi();
+    return nullptr;
+}
+
 void ModuleSet::add(Module module) {
     auto at = std::upper_bound(modules_.begin(), modules_.end(), module.begin,
                                [](std::uint64_t b, const Module& m) { return b < m.begin; });

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Writing a separate debug file for a program (written with libelf): a copy of
-// the program, every section and segment at its original file offset, with a
-// .debug_frame section added (or replaced) and a .symtab that names every
-// function a debugger must unwind through.
+// a base file (the program itself, or its existing separate debug file, so
+// that its DWARF stays), every section and segment at its original file
+// offset, with a .debug_frame section added (or replaced) and a .symtab that
+// names every function a debugger must unwind through.
 //
 // Why a whole copy and not an --only-keep-debug style file: LLDB 19 replaces a
 // non-stripped program's section list with the debug file's, and breakpoints by
@@ -32,6 +33,11 @@ struct DebugFileContents {
     // One that starts where a function symbol of the program already starts is
     // left out; the others become local STT_FUNC symbols.
     std::vector<Symbol> functions;
+    // More files whose .symtab and defined .dynsym entries are merged in (the
+    // program, when the base is its separate debug file, whose .dynsym has no
+    // contents). Their symbols' section indices are remapped by address to
+    // the base's sections.
+    std::vector<const ElfFile*> symbol_sources;
 };
 
 struct DebugFileReport {
@@ -41,9 +47,10 @@ struct DebugFileReport {
     std::uint64_t file_size = 0;
 };
 
-// Writes the debug file to `path` (created or truncated). ELFCLASS64 only.
-// Errors name the program and the output path.
-Expected<DebugFileReport> write_debug_file(const ElfFile& program, const DebugFileContents& contents,
+// Writes the debug file to `path` (created or truncated): a copy of `base`
+// with the contents added. ELFCLASS64 only. Errors name the base and the
+// output path.
+Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileContents& contents,
                                            const std::string& path);
 
 } // namespace sfunwind::elf

@@ -8,7 +8,9 @@
 //    knows the frame is N bytes (the back chain at r1 holds r1 + N). CFI's
 //    <alloca_reg> + N (GCC's CFA once r31 is the frame pointer) agrees with
 //    *(r1) when N is the prologue's allocation: equivalent, because the
-//    analysis does not prove that r31 = r1 after the prologue.
+//    analysis does not prove that r31 = r1 after the prologue. A frame
+//    whose size is in a register (stdux for frames over 32 KiB) is also
+//    equivalent: the back chain holds the CFA, the size cannot be compared.
 //  - RA and r31: a value both in its register and in its save slot is
 //    described by CFI with one and by the table rules with the other
 //    (GCC places `.cfi_offset lr, 16` after the stack update that follows

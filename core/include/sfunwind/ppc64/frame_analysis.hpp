@@ -20,7 +20,10 @@
 //    `std rX,16` relative to the CFA; reloaded by `ld rX` from that slot and
 //    `mtlr rX`; LR is lost at every call (`bl`, `bcl`, `bctrl`, `blrl`), and
 //    the volatile registers with it.
-//  - r31: saved by `std r31` to its slot, CFA - 8 * fp_saved - 8.
+//  - r31: the first `std r31,D(r1)` while r31 still holds the caller's
+//    value gives its save slot (GCC: CFA - 8 * fp_saved - 8, the slot the
+//    table's counts imply; glibc's system-call stubs use CFA - 16, which
+//    their dummy tables do not describe).
 //
 // Paths are followed through direct branches (b, bc, conditional bclr) and
 // over calls, except calls to functions that never return (no return or
@@ -32,10 +35,13 @@
 // the function body) starts from the state at the function's other bctr
 // instructions. Instructions still unreached, conflicting ones, functions
 // longer than the limit, and functions whose start is unknown get the body
-// state the traceback table describes. Register writes the
-// analysis does not model (another base register for saves, `mtlr` from a
-// computed value, out-of-line save routines such as _savegpr0_N) are the
-// known limits: the table's body state applies once LR has been lost.
+// state the traceback table describes.
+//
+// Known limits: saves through another base register (large frames that
+// address the save area off r12), `mtlr` from a computed value, out-of-line
+// save routines (_savegpr0_N at -Os), and paths that merge a "LR lost" state
+// from a call the analysis cannot tell is noreturn. Where LR is lost and no
+// save was seen, the table's saves_lr decides (the LR save doubleword).
 #pragma once
 
 #include "sfunwind/bytes.hpp"
@@ -49,17 +55,18 @@
 
 namespace sfunwind::ppc64 {
 
-inline constexpr std::uint16_t no_register = 0xffff;
-
 // The frame before an instruction executes.
 struct FrameState {
     bool allocated = false;                 // r1 lowered: *(r1) is the back chain, CFA = *(r1)
     std::optional<std::uint32_t> frame_size; // bytes from r1 up to the CFA, when constants set it
     std::optional<std::uint32_t> fixed_size; // the prologue's allocation, kept through alloca
     bool ra_in_lr = true;                   // LR still holds the return address
-    std::uint16_t ra_gpr = no_register;     // a GPR that holds a copy of it (after mflr)
+    std::uint32_t ra_gprs = 0;              // GPRs (bit n = rn) holding a copy of it (mflr, reload)
     bool ra_saved = false;                  // the LR save doubleword (CFA+16) holds it
-    bool r31_saved = false;                 // r31's save slot holds the caller's r31
+    // Where the caller's r31 is saved, relative to the CFA, once stored
+    // there; and whether r31 itself still holds the caller's value.
+    std::optional<std::int32_t> r31_slot;
+    bool r31_callers = true;
     // GPRs (bit n = rn) that hold r1 as the prologue left it (`mr rX,r1`
     // right after the stack update): GCC's frame pointer r31, and the copies
     // it keeps to undo alloca/VLA areas with `mr r1,rX`.
@@ -107,7 +114,8 @@ public:
     std::uint64_t end() const noexcept { return end_; }
     std::size_t instructions() const noexcept { return states_.size(); }
     // The state before the instruction at `pc` (word-aligned down), and how
-    // it was found; Unreached/Conflict give the table's body state.
+    // it was found; origins other than Code and Indirect give the table's
+    // body state.
     FrameState state_at(std::uint64_t pc) const;
     Origin origin_at(std::uint64_t pc) const;
     // Whether the instruction at `pc` is a call (bl, bcl, bctrl, blrl), and

@@ -11,9 +11,10 @@
 // address minus tb_offset when the table has one (-mtraceback=full, glibc's
 // assembly); otherwise at the function symbol that contains the PC (on
 // ELFv1 the symbol is a function descriptor in .opd, whose first doubleword
-// is the entry point). When a symbol contains the PC but ends before the
-// zero word, the function has no table of its own (linker stubs, assembly
-// without one): NotFound, rather than rules from the next function's table.
+// is the entry point). When the zero word lies past the end of the symbol
+// that contains the PC, or at or past the next function symbol, the PC's
+// function has no table of its own (crtstuff.c, _init/_fini fragments):
+// NotFound, rather than rules from the next function's table.
 //
 // The rules at a PC (DWARF numbers: r1 = 1, r31 = 31, LR = 65):
 //   CFA  frame allocated (see ppc64/frame_analysis.hpp): *(r1 + 0), the
@@ -22,9 +23,12 @@
 //   RA   [CFA + 16], the LR save doubleword in the caller's frame (both
 //        ELFv1 and ELFv2), once saved; before that, the value still in LR
 //        (SameValue, topmost frame only) or in the GPR mflr copied it to.
-//   FP   r31: [CFA - 8 * fp_saved - 8] once saved (gpr_saved > 0; the GPR
-//        save area sits below the FPR save area), else SameValue.
-// Caller SP = CFA (abi_ppc64: sp_from_cfa = 0).
+//   FP   r31: [CFA + slot] once saved, else SameValue. The slot is where
+//        the code stores it; GCC's is CFA - 8 * fp_saved - 8 (the GPR save
+//        area sits below the FPR save area), which the body state uses.
+// Caller SP = CFA (abi_ppc64: sp_from_cfa = 0). The stack ends where a
+// saved LR is 0 (glibc's __libc_start_main saves the LR _start left), which
+// step() reports as Errc::Outermost.
 //
 // A TracebackIndex refers to the ElfFile's bytes: keep the ElfFile alive
 // (moving it is fine) as long as the index.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "sfunwind/sframe/section.hpp"
+#include "sfunwind/unwind/row_source.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -22,6 +23,13 @@ struct Module {
     // buffer read from the target, ...).
     std::shared_ptr<const void> owner;
     std::shared_ptr<const sframe::Section> section;
+    // Another unwind table (e.g. ppc64 traceback tables), used when the
+    // module has no SFrame section.
+    std::shared_ptr<const RowSource> rows;
+
+    bool has_rows() const noexcept { return section || rows; }
+    Expected<Row> lookup(std::uint64_t link_pc) const;
+    const Abi* abi() const noexcept;
 };
 
 class ModuleSet {

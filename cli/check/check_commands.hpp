@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: MIT
+// `sfunwind check` (SFrame against DWARF CFI, per row) and `sfunwind
+// convert` (DWARF CFI to an SFrame v3 section). cli/main.cpp dispatches to
+// these; they return the exit statuses of cli/commands.hpp.
+#pragma once
+
+#include "commands.hpp"
+
+namespace sfunwind::cli {
+
+int run_check(const Args& args);
+int run_convert(const Args& args);
+
+} // namespace sfunwind::cli
