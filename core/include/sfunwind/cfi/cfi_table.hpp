@@ -48,7 +48,11 @@ struct RuleState {
 
 struct CfiRow {
     Source source = Source::EhFrame; // the section the row came from
-    std::uint64_t begin = 0;         // [begin, end): where these rules hold
+    // [begin, end): where these rules hold. From at(), `begin` is what libdw
+    // reports, which after DW_CFA_restore_state (elfutils 0.188) is the start
+    // of the remembered row, i.e. too early; rows() corrects it, since it
+    // knows where the previous row ended. `end` is always right.
+    std::uint64_t begin = 0;
     std::uint64_t end = 0;
     // The FDE (function): [initial_location, + address_range). Both 0 when
     // the FDE could not be enumerated (see CfiTable::fde_errors()).
