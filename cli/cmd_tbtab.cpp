@@ -43,11 +43,6 @@ struct Options {
     std::vector<std::uint64_t> pcs;
 };
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-    return buf;
-}
 
 std::string json_string(const std::string& s) {
     std::string out = "\"";
@@ -101,8 +96,8 @@ std::string function_name(const ppc64::FoundTable& f) {
 
 void print_text(const ppc64::FoundTable& f) {
     const auto& t = f.table;
-    std::printf("table %s size %u function %s (%s) <%s>\n", hex(t.address).c_str(), t.size,
-                f.function_start ? hex(*f.function_start).c_str() : "?", ppc64::to_string(f.start_source),
+    std::printf("table %s size %u function %s (%s) <%s>\n", to_hex(t.address).c_str(), t.size,
+                f.function_start ? to_hex(*f.function_start).c_str() : "?", ppc64::to_string(f.start_source),
                 function_name(f).c_str());
     std::printf("  version=%u lang=%u (%s)%s\n", t.version, t.lang, ppc64::language_name(t.lang).c_str(),
                 t.mandatory_reversed ? " mandatory fields byte-reversed (glibc powerpc64le .quad)" : "");
@@ -115,8 +110,8 @@ void print_text(const ppc64::FoundTable& f) {
                 "parmsonstk=%d\n",
                 t.stores_bc, t.fixup, t.fp_saved, t.spare3, t.gpr_saved, t.fixedparms, t.floatparms, t.parmsonstk);
     std::string opt;
-    if (t.parminfo) opt += " parminfo=" + hex(*t.parminfo) + " (" + parameters(t) + ")";
-    if (t.tb_offset) opt += " tb_offset=" + hex(*t.tb_offset);
+    if (t.parminfo) opt += " parminfo=" + to_hex(*t.parminfo) + " (" + parameters(t) + ")";
+    if (t.tb_offset) opt += " tb_offset=" + to_hex(*t.tb_offset);
     if (t.hand_mask) opt += " hand_mask=" + std::to_string(*t.hand_mask);
     if (t.ctl_info) {
         opt += " ctl_info=" + std::to_string(*t.ctl_info) + " ctl_info_disp=[";
@@ -133,8 +128,8 @@ std::string table_json(const ppc64::FoundTable& f) {
     const auto& t = f.table;
     auto b = [](bool v) { return v ? std::string("true") : std::string("false"); };
     auto u = [](unsigned v) { return std::to_string(v); };
-    std::string s = "{\"address\": " + json_string(hex(t.address)) + ", \"size\": " + u(t.size);
-    s += ", \"function_start\": " + (f.function_start ? json_string(hex(*f.function_start)) : std::string("null"));
+    std::string s = "{\"address\": " + json_string(to_hex(t.address)) + ", \"size\": " + u(t.size);
+    s += ", \"function_start\": " + (f.function_start ? json_string(to_hex(*f.function_start)) : std::string("null"));
     s += ", \"start_from\": " + json_string(ppc64::to_string(f.start_source));
     s += ", \"symbols\": [";
     if (f.function != nullptr)
@@ -178,12 +173,12 @@ const char* origin_name(ppc64::FrameAnalysis::Origin o) {
 }
 
 std::string row_text(const ppc64::RowDetail& d, const Abi& abi) {
-    return "[" + hex(d.row.pc_begin) + ", " + hex(d.row.pc_end) + ") " + describe(d.row, abi) + " (from " +
+    return "[" + to_hex(d.row.pc_begin) + ", " + to_hex(d.row.pc_end) + ") " + describe(d.row, abi) + " (from " +
            origin_name(d.origin) + ")";
 }
 
 std::string row_json(const ppc64::RowDetail& d, const Abi& abi) {
-    return "{\"begin\": " + json_string(hex(d.row.pc_begin)) + ", \"end\": " + json_string(hex(d.row.pc_end)) +
+    return "{\"begin\": " + json_string(to_hex(d.row.pc_begin)) + ", \"end\": " + json_string(to_hex(d.row.pc_end)) +
            ", \"rules\": " + json_string(describe(d.row, abi)) + ", \"from\": " + json_string(origin_name(d.origin)) +
            "}";
 }
@@ -250,19 +245,19 @@ int lookup_pcs(const ppc64::TracebackIndex& index, const Options& o) {
         if (!d) {
             status = exit_finding;
             if (o.json)
-                json += std::string(i ? ", " : "") + "{\"pc\": " + json_string(hex(pc)) +
+                json += std::string(i ? ", " : "") + "{\"pc\": " + json_string(to_hex(pc)) +
                         ", \"error\": " + json_string(d.error().message()) + "}";
             else
-                std::printf("%s: %s\n", hex(pc).c_str(), d.error().message().c_str());
+                std::printf("%s: %s\n", to_hex(pc).c_str(), d.error().message().c_str());
             continue;
         }
         if (o.json)
-            json += std::string(i ? ", " : "") + "{\"pc\": " + json_string(hex(pc)) + ", \"function\": " +
-                    json_string(function_name(d->found)) + ", \"table\": " + json_string(hex(d->found.table.address)) +
+            json += std::string(i ? ", " : "") + "{\"pc\": " + json_string(to_hex(pc)) + ", \"function\": " +
+                    json_string(function_name(d->found)) + ", \"table\": " + json_string(to_hex(d->found.table.address)) +
                     ", \"row\": " + row_json(*d, index.abi()) + "}";
         else
-            std::printf("%s <%s>: table %s, rows %s\n", hex(pc).c_str(), function_name(d->found).c_str(),
-                        hex(d->found.table.address).c_str(), row_text(*d, index.abi()).c_str());
+            std::printf("%s <%s>: table %s, rows %s\n", to_hex(pc).c_str(), function_name(d->found).c_str(),
+                        to_hex(d->found.table.address).c_str(), row_text(*d, index.abi()).c_str());
     }
     if (o.json) std::printf("%s]\n", json.c_str());
     return status;
@@ -344,7 +339,7 @@ int run_tbtab(const Args& args) {
                  ", \"without_cfi\": " + std::to_string(check->without_cfi) + ", \"entries\": [";
             for (std::size_t i = 0; i < check->entries.size(); ++i) {
                 const auto& e = check->entries[i];
-                s += std::string(i ? ", " : "") + "{\"pc\": " + json_string(hex(e.pc)) + ", \"function\": " +
+                s += std::string(i ? ", " : "") + "{\"pc\": " + json_string(to_hex(e.pc)) + ", \"function\": " +
                      json_string(e.function) + ", \"verdict\": " + json_string(verdict_name(e.verdict)) +
                      ", \"message\": " + json_string(e.message) + "}";
             }
@@ -372,7 +367,7 @@ int run_tbtab(const Args& args) {
                     listing.problems.size());
         if (check) {
             for (const auto& e : check->entries)
-                std::printf("%s %s <%s>: %s\n", verdict_name(e.verdict), hex(e.pc).c_str(), e.function.c_str(),
+                std::printf("%s %s <%s>: %s\n", verdict_name(e.verdict), to_hex(e.pc).c_str(), e.function.c_str(),
                             e.message.c_str());
             std::printf("check against CFI: %" PRIu64 " functions, %" PRIu64 " instructions: %" PRIu64
                         " same, %" PRIu64 " equivalent, %" PRIu64 " different, %" PRIu64 " outermost, %" PRIu64

@@ -32,11 +32,6 @@ int fail(const std::string& message, int status) {
     return status;
 }
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 // What siginfo says about where a signal came from (sigaction(2), "The
 // siginfo_t argument").
@@ -52,10 +47,10 @@ std::string siginfo_detail(const StopEvent& e) {
     default: break;
     }
     const auto addr = reinterpret_cast<std::uintptr_t>(si.si_addr);
-    if (e.signal == SIGSEGV && si.si_code == SEGV_MAPERR) return "SEGV_MAPERR, address " + hex(addr);
-    if (e.signal == SIGSEGV && si.si_code == SEGV_ACCERR) return "SEGV_ACCERR, address " + hex(addr);
+    if (e.signal == SIGSEGV && si.si_code == SEGV_MAPERR) return "SEGV_MAPERR, address " + to_hex(addr);
+    if (e.signal == SIGSEGV && si.si_code == SEGV_ACCERR) return "SEGV_ACCERR, address " + to_hex(addr);
     if (e.signal == SIGSEGV || e.signal == SIGBUS || e.signal == SIGILL || e.signal == SIGFPE)
-        return "code " + std::to_string(si.si_code) + ", address " + hex(addr);
+        return "code " + std::to_string(si.si_code) + ", address " + to_hex(addr);
     return "code " + std::to_string(si.si_code);
 }
 

@@ -7,14 +7,9 @@
 namespace sfunwind::cli::bt {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 std::string versus(const char* field, std::uint64_t sframe, std::uint64_t cfi) {
-    return std::string(field) + " " + hex(sframe) + " (SFrame) vs " + hex(cfi) + " (CFI)";
+    return std::string(field) + " " + to_hex(sframe) + " (SFrame) vs " + to_hex(cfi) + " (CFI)";
 }
 
 } // namespace

@@ -15,14 +15,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 json module_json(const TargetModule& m) {
-    json j{{"path", m.path}, {"begin", hex(m.begin)}, {"end", hex(m.end)}, {"bias", hex(m.bias)}};
+    json j{{"path", m.path}, {"begin", to_hex(m.begin)}, {"end", to_hex(m.end)}, {"bias", to_hex(m.bias)}};
     if (m.section) {
         j["sframe"] = {{"version", static_cast<unsigned>(m.section->version())},
                        {"fdes", m.section->fde_count()},
@@ -42,11 +37,11 @@ json sframe_json(const Report& r, const ThreadWalk& t) {
         const bool ret = is_return_address(bt, i);
         const SymbolName sym = frame_symbol(r, f.regs.pc, ret);
         const TargetModule* m = r.modules->find(lookup_pc(f.regs.pc, ret));
-        json j{{"index", i}, {"pc", hex(f.regs.pc)}, {"sp", hex(f.regs.sp)}, {"fp", hex(f.regs.fp)}};
+        json j{{"index", i}, {"pc", to_hex(f.regs.pc)}, {"sp", to_hex(f.regs.sp)}, {"fp", to_hex(f.regs.fp)}};
         j["symbol"] = sym.name.empty() ? json(nullptr) : json(sym.name);
-        if (!sym.name.empty()) j["offset"] = hex(sym.offset);
+        if (!sym.name.empty()) j["offset"] = to_hex(sym.offset);
         j["module"] = m != nullptr ? json(m->short_name()) : json(nullptr);
-        j["cfa"] = i + 1 < bt.frames.size() ? json(hex(f.cfa)) : json(nullptr);
+        j["cfa"] = i + 1 < bt.frames.size() ? json(to_hex(f.cfa)) : json(nullptr);
         j["row"] = f.row ? json(describe(*f.row, r.abi)) : json(nullptr);
         frames.push_back(std::move(j));
     }
@@ -58,11 +53,11 @@ json cfi_json(const CfiBacktrace& cfi) {
     json frames = json::array();
     for (std::size_t i = 0; i < cfi.frames.size(); ++i) {
         const CfiFrame& f = cfi.frames[i];
-        json j{{"index", i}, {"pc", hex(f.pc)}, {"activation", f.activation}};
-        j["sp"] = f.sp ? json(hex(*f.sp)) : json(nullptr);
-        j["fp"] = f.fp ? json(hex(*f.fp)) : json(nullptr);
+        json j{{"index", i}, {"pc", to_hex(f.pc)}, {"activation", f.activation}};
+        j["sp"] = f.sp ? json(to_hex(*f.sp)) : json(nullptr);
+        j["fp"] = f.fp ? json(to_hex(*f.fp)) : json(nullptr);
         j["symbol"] = f.symbol.empty() ? json(nullptr) : json(f.symbol);
-        if (!f.symbol.empty()) j["offset"] = hex(f.symbol_offset);
+        if (!f.symbol.empty()) j["offset"] = to_hex(f.symbol_offset);
         j["module"] = f.module.empty() ? json(nullptr) : json(f.module);
         frames.push_back(std::move(j));
     }

@@ -10,11 +10,6 @@
 namespace sfunwind::cli::bt {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 std::string pc_text(std::uint64_t v) {
     char buf[24];
@@ -23,7 +18,7 @@ std::string pc_text(std::uint64_t v) {
 }
 
 std::string symbol_text(const std::string& name, std::uint64_t offset) {
-    return name.empty() ? "??" : name + "+" + hex(offset);
+    return name.empty() ? "??" : name + "+" + to_hex(offset);
 }
 
 std::string module_text(const Report& r, std::uint64_t pc, bool is_return_address) {
@@ -34,9 +29,9 @@ std::string module_text(const Report& r, std::uint64_t pc, bool is_return_addres
 void print_cfi_frame(const CfiFrame& f, const std::optional<std::uint64_t>& cfa, std::FILE* out) {
     std::fprintf(out, "%s in %s (%s) ", pc_text(f.pc).c_str(), symbol_text(f.symbol, f.symbol_offset).c_str(),
                  f.module.empty() ? "?" : f.module.c_str());
-    if (cfa) std::fprintf(out, " cfa=%s", hex(*cfa).c_str());
-    if (f.sp) std::fprintf(out, " sp=%s", hex(*f.sp).c_str());
-    if (f.fp) std::fprintf(out, " fp=%s", hex(*f.fp).c_str());
+    if (cfa) std::fprintf(out, " cfa=%s", to_hex(*cfa).c_str());
+    if (f.sp) std::fprintf(out, " sp=%s", to_hex(*f.sp).c_str());
+    if (f.fp) std::fprintf(out, " fp=%s", to_hex(*f.fp).c_str());
 }
 
 std::string verdict(const FrameMatch& m) {
@@ -60,7 +55,7 @@ void print_modules(const Report& r, std::FILE* out) {
         std::fprintf(out, "Modules:\n");
         for (const auto& m : r.modules->all()) {
             std::fprintf(out, "  %s-%s bias %s  %s  ", pc_text(m.begin).c_str(), pc_text(m.end).c_str(),
-                         hex(m.bias).c_str(), m.path.c_str());
+                         to_hex(m.bias).c_str(), m.path.c_str());
             if (m.section)
                 std::fprintf(out, "SFrame v%u (%s, %u FDEs)", static_cast<unsigned>(m.section->version()),
                              m.where ? m.where->name.c_str() : "?", m.section->fde_count());
@@ -98,8 +93,8 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
         const SymbolName sym = frame_symbol(r, f.regs.pc, ret);
         std::fprintf(out, "#%-3zu %s in %s (%s) ", i, pc_text(f.regs.pc).c_str(),
                      symbol_text(sym.name, sym.offset).c_str(), module_text(r, f.regs.pc, ret).c_str());
-        if (i + 1 < bt.frames.size()) std::fprintf(out, " cfa=%s", hex(f.cfa).c_str());
-        std::fprintf(out, " sp=%s fp=%s", hex(f.regs.sp).c_str(), hex(f.regs.fp).c_str());
+        if (i + 1 < bt.frames.size()) std::fprintf(out, " cfa=%s", to_hex(f.cfa).c_str());
+        std::fprintf(out, " sp=%s fp=%s", to_hex(f.regs.sp).c_str(), to_hex(f.regs.fp).c_str());
         if (f.row) std::fprintf(out, "  [row: %s]", describe(*f.row, r.abi).c_str());
         std::fputc('\n', out);
         if (t.cfi && t.comparison && i == t.cfi->frames.size() && t.comparison->first_difference == i) {

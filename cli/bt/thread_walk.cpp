@@ -6,11 +6,6 @@
 namespace sfunwind::cli::bt {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 } // namespace
 
@@ -33,13 +28,13 @@ WalkEnd classify(const Backtrace& bt, const TargetModules& modules, std::string&
         const TargetModule* m = modules.find(lookup_pc(pc, bt.frames.size() > 1));
         if (m != nullptr) {
             if (m->section)
-                message = "left the SFrame-covered code: no FDE in " + m->short_name() + " covers " + hex(pc);
+                message = "left the SFrame-covered code: no FDE in " + m->short_name() + " covers " + to_hex(pc);
             else
-                message = "left the SFrame-covered modules: " + m->short_name() + " at " + hex(pc) + " has " +
+                message = "left the SFrame-covered modules: " + m->short_name() + " at " + to_hex(pc) + " has " +
                           (m->problem.empty() ? std::string("no SFrame") : m->problem);
             return WalkEnd::LeftCoverage;
         }
-        message = "pc " + hex(pc) + " is in no mapped ELF module";
+        message = "pc " + to_hex(pc) + " is in no mapped ELF module";
         return WalkEnd::Failed;
     }
     message = bt.stop.message();

@@ -22,11 +22,6 @@ struct FrameDeleter {
 };
 using FramePtr = std::unique_ptr<Dwarf_Frame, FrameDeleter>;
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 std::string libdw_message() {
     const char* m = dwarf_errmsg(-1);
@@ -104,9 +99,9 @@ Expected<CfiRow> CfiTable::Impl::row_in(Source s, std::uint64_t pc) const {
         if (fde != nullptr && fde->source == s)
             return Error(Errc::Malformed,
                          file_name + ": " + to_string(s) + ": cannot evaluate the CFI at " +
-                             hex(pc) + ": " + libdw_message(),
+                             to_hex(pc) + ": " + libdw_message(),
                          pc);
-        return Error(Errc::NotFound, file_name + ": " + to_string(s) + ": no FDE covers " + hex(pc),
+        return Error(Errc::NotFound, file_name + ": " + to_string(s) + ": no FDE covers " + to_hex(pc),
                      pc);
     }
     FramePtr frame(raw);
@@ -119,7 +114,7 @@ Expected<CfiRow> CfiTable::Impl::row_in(Source s, std::uint64_t pc) const {
     const int ra = dwarf_frame_info(frame.get(), &start, &end, &signal);
     if (ra < 0)
         return Error(Errc::Malformed,
-                     file_name + ": " + to_string(s) + ": no frame information at " + hex(pc) +
+                     file_name + ": " + to_string(s) + ": no frame information at " + to_hex(pc) +
                          ": " + libdw_message(),
                      pc);
     row.begin = start;
@@ -273,7 +268,7 @@ Expected<std::vector<CfiRow>> CfiTable::rows(const FdeRange& fde) const {
         if (row->end <= pc || row->begin > pc)
             return Error(Errc::Malformed,
                          impl_->file_name + ": " + to_string(fde.source) + ": the row at " +
-                             hex(pc) + " spans [" + hex(row->begin) + ", " + hex(row->end) + ")",
+                             to_hex(pc) + " spans [" + to_hex(row->begin) + ", " + to_hex(row->end) + ")",
                          pc);
         // After DW_CFA_restore_state, libdw (0.188) reports the start of the
         // row that was remembered, not of the restored one: the row really

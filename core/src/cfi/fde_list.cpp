@@ -11,11 +11,6 @@
 namespace sfunwind::cfi::detail {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 bool fits(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
     return offset <= total && size <= total - offset;
@@ -150,7 +145,7 @@ std::optional<std::uint64_t> read_encoded(const ByteView& view, std::uint64_t& p
         value = read_fixed<std::int64_t>(view, pos);
         break;
     default:
-        why = "unknown pointer format " + hex(encoding & 0x0fU);
+        why = "unknown pointer format " + to_hex(encoding & 0x0fU);
         return std::nullopt;
     }
     if (!value) {
@@ -168,7 +163,7 @@ std::optional<std::uint64_t> read_encoded(const ByteView& view, std::uint64_t& p
     default:
         break;
     }
-    why = "pointer application " + hex(encoding & 0x70U) + " is not read by sfunwind";
+    why = "pointer application " + to_hex(encoding & 0x70U) + " is not read by sfunwind";
     return std::nullopt;
 }
 
@@ -217,7 +212,7 @@ std::optional<CfiBytes> eh_frame_bytes(const elf::ElfFile& file, std::vector<Err
             return CfiBytes{image.subspan(off, end - off), *target,
                             ".eh_frame (via PT_GNU_EH_FRAME)"};
         }
-        return fail("eh_frame_ptr " + hex(*target) + " is in no PT_LOAD segment's file bytes");
+        return fail("eh_frame_ptr " + to_hex(*target) + " is in no PT_LOAD segment's file bytes");
     }
     return std::nullopt;
 }
@@ -283,12 +278,12 @@ FdeListing list_fdes(const elf::ElfFile& file, const CfiBytes& cfi, Source sourc
             auto it = cies.find(f.cie);
             if (it == cies.end()) {
                 error(Errc::Malformed, f.offset,
-                      "FDE refers to no CIE (CIE pointer " + hex(f.cie) + ")");
+                      "FDE refers to no CIE (CIE pointer " + to_hex(f.cie) + ")");
                 continue;
             }
             if (!it->second.unreadable.empty()) {
                 error(Errc::Unsupported, f.offset,
-                      "FDE of the CIE at " + hex(f.cie) + ": " + it->second.unreadable);
+                      "FDE of the CIE at " + to_hex(f.cie) + ": " + it->second.unreadable);
                 continue;
             }
             encoding = it->second.fde_encoding;
@@ -311,7 +306,7 @@ FdeListing list_fdes(const elf::ElfFile& file, const CfiBytes& cfi, Source sourc
         const std::uint64_t end = *begin + *range;
         if (end < *begin) {
             error(Errc::Malformed, f.offset,
-                  "FDE range " + hex(*begin) + " + " + hex(*range) + " wraps around");
+                  "FDE range " + to_hex(*begin) + " + " + to_hex(*range) + " wraps around");
             continue;
         }
         out.fdes.push_back({source, *begin, end, f.offset});

@@ -25,11 +25,6 @@ std::string dwfl_error() {
     return msg != nullptr ? msg : "libdwfl gave no reason";
 }
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 int no_debuginfo(Dwfl_Module*, void**, const char*, Dwarf_Addr, const char*, const char*, GElf_Word,
                  char**) {
@@ -250,7 +245,7 @@ Expected<FrameValues> CfiProbe::step(std::uint64_t pc) {
     const int r = dwfl_getthread_frames(m.dwfl, probe_tid, take_frame, &s);
     if (s.frames == 0)
         return Error(Errc::Malformed,
-                     m.file_name + ": libdwfl cannot start at " + hex(pc) + ": " + dwfl_error(),
+                     m.file_name + ": libdwfl cannot start at " + to_hex(pc) + ": " + dwfl_error(),
                      pc);
     FrameValues v;
     if (s.frames == 1) {
@@ -261,12 +256,12 @@ Expected<FrameValues> CfiProbe::step(std::uint64_t pc) {
             return v;
         }
         return Error(Errc::Malformed,
-                     m.file_name + ": libdwfl cannot unwind from " + hex(pc) + ": " + dwfl_error(),
+                     m.file_name + ": libdwfl cannot unwind from " + to_hex(pc) + ": " + dwfl_error(),
                      pc);
     }
     if (!s.have_caller || !s.caller_sp)
         return Error(Errc::Malformed,
-                     m.file_name + ": libdwfl gave no caller PC or SP at " + hex(pc), pc);
+                     m.file_name + ": libdwfl gave no caller PC or SP at " + to_hex(pc), pc);
     // The caller's SP is the CFA plus the ABI offset (x86-64: 0).
     v.cfa = *s.caller_sp - static_cast<std::uint64_t>(std::int64_t{m.abi.sp_from_cfa});
     v.ra = s.caller_pc;

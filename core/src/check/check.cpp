@@ -88,11 +88,6 @@ std::uint64_t Report::disagreements() const {
 
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 std::string signed_text(std::int64_t v) {
     return (v < 0 ? "-" : "+") + std::to_string(v < 0 ? -v : v);
@@ -167,7 +162,7 @@ std::string value_text(std::uint64_t v, std::optional<std::uint64_t> cfa, const 
     for (std::uint16_t r : {abi.sp_reg, abi.fp_reg})
         if (near(v, detail::register_value(r), d)) return register_name(abi, r) + signed_text(d);
     if (v == pc) return "the PC";
-    return hex(v);
+    return to_hex(v);
 }
 
 class Checker {
@@ -246,7 +241,7 @@ void Checker::load_sframe() {
             s_fde.used.assign(s_fde.fres.size(), false);
         } else {
             report_.problems.push_back(".sframe: FDE " + std::to_string(i) + " (" +
-                                       hex(fde->start) + "): " + fres.error().message());
+                                       to_hex(fde->start) + "): " + fres.error().message());
         }
         sfdes_[i] = std::move(s_fde);
     }
@@ -438,7 +433,7 @@ void Checker::compare_at(Function& fn, std::uint64_t pc, std::uint64_t end,
     else if (cfi_error != nullptr)
         f.cfi = *cfi_error;
     else
-        f.cfi = "no CFI FDE covers " + hex(pc);
+        f.cfi = "no CFI FDE covers " + to_hex(pc);
 
     if (!have_s && srow.error().code() != Errc::NotFound) {
         f.verdict = Verdict::Error;
@@ -517,7 +512,7 @@ void Checker::check_function(const std::vector<Span>& spans) {
     else if (!fn.section.empty())
         fn.name = fn.section;
     else
-        fn.name = hex(fn.begin);
+        fn.name = to_hex(fn.begin);
     const bool plt = mask || is_plt_section(fn.section);
     if (plt && !sfdes.empty() && !cfdes.empty())
         fn.coverage = Coverage::Plt;
@@ -550,7 +545,7 @@ void Checker::check_function(const std::vector<Span>& spans) {
         }
         if (added >= max_breakpoints_per_fde)
             report_.problems.push_back(".sframe: FDE " + std::to_string(f.index) + " (" +
-                                       hex(f.start) + "): more than " +
+                                       to_hex(f.start) + "): more than " +
                                        std::to_string(max_breakpoints_per_fde) +
                                        " breakpoints; only the first are checked");
     }
@@ -580,7 +575,7 @@ void Checker::check_function(const std::vector<Span>& spans) {
         if (!srow && srow.error().code() == Errc::NotFound) {
             // Say why in the terms of the group's SFrame FDEs.
             srow = Error(Errc::NotFound,
-                         sfdes.empty() ? "no SFrame FDE" : "no SFrame FDE covers " + hex(pc));
+                         sfdes.empty() ? "no SFrame FDE" : "no SFrame FDE covers " + to_hex(pc));
         }
         // CfiTable::at()'s choice: the last FDE starting at or before pc.
         const cfi::CfiRow* crow = nullptr;
@@ -668,11 +663,11 @@ void Checker::unreachable_rows(const std::vector<SframeFde*>& sfdes,
             if (f.size == 0)
                 u.why = "its FDE is empty (size 0)";
             else if (fre.start >= limit)
-                u.why = "it starts at +" + hex(fre.start) + ", at or past the end of its " +
+                u.why = "it starts at +" + to_hex(fre.start) + ", at or past the end of its " +
                         (repeats ? "repeat block (" : "function (") + std::to_string(limit) +
                         " bytes)";
             else if (auto other = section_->find_fde(u.pc_begin); other && other->index != f.index)
-                u.why = "FDE " + std::to_string(other->index) + " (" + hex(other->start) +
+                u.why = "FDE " + std::to_string(other->index) + " (" + to_hex(other->start) +
                         ") overlaps it and lookups find that one";
             else
                 u.why = "no lookup returns it";

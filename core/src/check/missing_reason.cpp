@@ -10,11 +10,6 @@
 namespace sfunwind::check::detail {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 std::string version_text(std::optional<sframe::Version> v) {
     return "SFrame v" + std::to_string(static_cast<unsigned>(*v));
@@ -78,24 +73,24 @@ Missing classify_missing(const std::vector<cfi::CfiRow>& rows, const Abi& abi,
                                     : !r.fp_state.representable ? &r.fp_state
                                                                 : nullptr;
         if (bad != nullptr)
-            return {MissingReason::CfiExpression, "at " + hex(r.begin) + ": " + bad->reason};
+            return {MissingReason::CfiExpression, "at " + to_hex(r.begin) + ": " + bad->reason};
     }
     for (const auto& r : rows) {
         const CfaRule& c = r.rules.cfa;
         const bool outermost =
             r.ra_state.representable && r.rules.ra.kind == RegRule::Kind::Undefined;
         if (!outermost && (c.deref || (c.reg != abi.sp_reg && c.reg != abi.fp_reg)))
-            return {MissingReason::Drap, "at " + hex(r.begin) + ": " + describe(r.rules, abi) +
+            return {MissingReason::Drap, "at " + to_hex(r.begin) + ": " + describe(r.rules, abi) +
                                              " (DRAP or realigned stack)" + flex};
     }
     for (const auto& r : rows)
         if (!default_ra(r.rules.ra, abi))
             return {MissingReason::RaRule,
-                    "at " + hex(r.begin) + ": " + describe(r.rules, abi) + flex};
+                    "at " + to_hex(r.begin) + ": " + describe(r.rules, abi) + flex};
     for (const auto& r : rows)
         if (!default_fp(r.rules.fp))
             return {MissingReason::FpRule,
-                    "at " + hex(r.begin) + ": " + describe(r.rules, abi) + flex};
+                    "at " + to_hex(r.begin) + ": " + describe(r.rules, abi) + flex};
     for (const auto& r : rows)
         if (r.rules.signal_frame)
             return {MissingReason::SignalFrame,
@@ -106,7 +101,7 @@ Missing classify_missing(const std::vector<cfi::CfiRow>& rows, const Abi& abi,
         if (r.rules.ra.kind == RegRule::Kind::Undefined)
             return {
                 MissingReason::Outermost,
-                "RA undefined from " + hex(r.begin) + " (the outermost frame)" +
+                "RA undefined from " + to_hex(r.begin) + " (the outermost frame)" +
                     std::string(*version == sframe::Version::V1
                                     ? "; SFrame v1 cannot say so"
                                     : "; SFrame v2 (erratum 2) and v3 can, so the object was most "

@@ -11,11 +11,6 @@
 namespace sfunwind::convert {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 // x86-64 PLT entries (lazy .plt and IBT .plt.sec) are 16 bytes (psABI
 // section A.2 "Procedure Linkage Table"); GNU ld's PC-mask FDE repeats
@@ -88,7 +83,7 @@ void append(std::vector<sframe::FreSpec>& fres, sframe::FreSpec f) {
 Expected<sframe::FdeSpec> plt_fde(check::detail::CfiProbe& probe, std::uint64_t begin,
                                   std::uint64_t end, std::uint32_t period, const Abi& abi) {
     if (end - begin < period || (end - begin) % period != 0)
-        return Error(Errc::Unsupported, "PLT range [" + hex(begin) + ", " + hex(end) +
+        return Error(Errc::Unsupported, "PLT range [" + to_hex(begin) + ", " + to_hex(end) +
                                             ") is not a whole number of " + std::to_string(period) +
                                             "-byte entries");
     std::vector<Row> block(period);
@@ -98,7 +93,7 @@ Expected<sframe::FdeSpec> plt_fde(check::detail::CfiProbe& probe, std::uint64_t 
         auto row = check::detail::rules_from_values(*values, abi);
         if (!row)
             return Error(Errc::Unsupported,
-                         "the CFI at " + hex(pc) + " evaluates to values no SFrame rule gives", pc);
+                         "the CFI at " + to_hex(pc) + " evaluates to values no SFrame rule gives", pc);
         const auto k = static_cast<std::size_t>((pc - begin) % period);
         if (pc < begin + period) {
             block[k] = *row;
@@ -106,7 +101,7 @@ Expected<sframe::FdeSpec> plt_fde(check::detail::CfiProbe& probe, std::uint64_t 
                      block[k].ra.offset == row->ra.offset && block[k].fp.kind == row->fp.kind &&
                      block[k].fp.offset == row->fp.offset)) {
             return Error(Errc::Unsupported,
-                         "the CFI at " + hex(pc) + " (" + describe(*row, abi) +
+                         "the CFI at " + to_hex(pc) + " (" + describe(*row, abi) +
                              ") does not repeat every " + std::to_string(period) + " bytes",
                          pc);
         }
@@ -146,7 +141,7 @@ Expected<sframe::FdeSpec> fde_from_rows(const std::vector<cfi::CfiRow>& rows, st
                                         std::uint64_t end, const Abi& abi) {
     if (end <= begin || end - begin > 0xffffffffULL)
         return Error(Errc::Unsupported,
-                     "function [" + hex(begin) + ", " + hex(end) + ") has no 32-bit size");
+                     "function [" + to_hex(begin) + ", " + to_hex(end) + ") has no 32-bit size");
     sframe::FdeSpec fde;
     fde.start = begin;
     fde.size = static_cast<std::uint32_t>(end - begin);
@@ -161,19 +156,19 @@ Expected<sframe::FdeSpec> fde_from_rows(const std::vector<cfi::CfiRow>& rows, st
                                     : !r.fp_state.representable  ? &r.fp_state
                                                                  : nullptr;
         if (bad != nullptr)
-            return Error(Errc::Unsupported, "at " + hex(r.begin) + ": " + bad->reason, r.begin);
+            return Error(Errc::Unsupported, "at " + to_hex(r.begin) + ": " + bad->reason, r.begin);
         if (!outermost && r.rules.fp.kind == K::Undefined)
             return Error(Errc::Unsupported,
-                         "at " + hex(r.begin) + ": FP undefined has no SFrame form", r.begin);
+                         "at " + to_hex(r.begin) + ": FP undefined has no SFrame form", r.begin);
         if (!outermost && r.rules.ra.kind == K::SameValue && abi.arch == Arch::X86_64)
             return Error(Errc::Unsupported,
-                         "at " + hex(r.begin) + ": RA 'same value' has no x86-64 meaning", r.begin);
+                         "at " + to_hex(r.begin) + ": RA 'same value' has no x86-64 meaning", r.begin);
         if (!default_fde_holds(r.rules, abi)) fde.fde_type = sframe::FdeType::Flex;
         if (r.rules.signal_frame) fde.signal = true;
         append(fde.fres, fre_from(r.rules, static_cast<std::uint32_t>(r.begin - begin), abi));
     }
     if (fde.fres.empty())
-        return Error(Errc::Malformed, "function at " + hex(begin) + " has no CFI rows");
+        return Error(Errc::Malformed, "function at " + to_hex(begin) + " has no CFI rows");
     return fde;
 }
 
@@ -275,7 +270,7 @@ Expected<Result> from_cfi(const elf::ElfFile& file, const Options& options) {
     std::vector<sframe::FdeSpec> kept;
     for (auto& f : result.fdes) {
         if (!kept.empty() && f.start < kept.back().start + kept.back().size) {
-            skip(f.start, f.start + f.size, "overlaps the function at " + hex(kept.back().start));
+            skip(f.start, f.start + f.size, "overlaps the function at " + to_hex(kept.back().start));
             continue;
         }
         sframe::Writer alone(wo);

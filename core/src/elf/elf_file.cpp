@@ -18,11 +18,6 @@
 namespace sfunwind::elf {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 // True when [offset, offset + size) lies inside a file of file_size bytes;
 // safe against overflow.
@@ -131,7 +126,7 @@ Status ElfFile::Impl::read_headers() {
                          offsetof(Elf64_Ehdr, e_phentsize));
         if (!fits(ehdr.e_phoff, std::uint64_t{phnum} * sizeof(Elf64_Phdr), size))
             return error(Errc::Truncated,
-                         std::to_string(phnum) + " program headers at offset " + hex(ehdr.e_phoff) +
+                         std::to_string(phnum) + " program headers at offset " + to_hex(ehdr.e_phoff) +
                              " run past the end of the file (" + std::to_string(size) + " bytes)",
                          ehdr.e_phoff);
     }
@@ -158,7 +153,7 @@ Status ElfFile::Impl::read_headers() {
     if (shnum == 0 && ehdr.e_shoff != 0) {
         if (!fits(ehdr.e_shoff, sizeof(Elf64_Shdr), size))
             return error(Errc::Truncated,
-                         "section header 0 at offset " + hex(ehdr.e_shoff) +
+                         "section header 0 at offset " + to_hex(ehdr.e_shoff) +
                              " runs past the end of the file (" + std::to_string(size) + " bytes)",
                          ehdr.e_shoff);
         if (elf_getshdrnum(elf, &shnum) != 0)
@@ -172,7 +167,7 @@ Status ElfFile::Impl::read_headers() {
                      offsetof(Elf64_Ehdr, e_shentsize));
     if (!fits(ehdr.e_shoff, std::uint64_t{shnum} * sizeof(Elf64_Shdr), size))
         return error(Errc::Truncated,
-                     std::to_string(shnum) + " section headers at offset " + hex(ehdr.e_shoff) +
+                     std::to_string(shnum) + " section headers at offset " + to_hex(ehdr.e_shoff) +
                          " run past the end of the file (" + std::to_string(size) + " bytes)",
                      ehdr.e_shoff);
     std::size_t shstrndx = 0;
@@ -389,7 +384,7 @@ Expected<SframeLocation> ElfFile::find_sframe() const {
         if (!s.in_file)
             return m.error(Errc::Truncated,
                            "section " + s.name + " (" + std::to_string(s.size) +
-                               " bytes at offset " + hex(s.offset) +
+                               " bytes at offset " + to_hex(s.offset) +
                                ") runs past the end of the file (" + std::to_string(size) +
                                " bytes)",
                            s.offset);
@@ -410,7 +405,7 @@ Expected<SframeLocation> ElfFile::find_sframe() const {
         if (!fits(p.offset, p.filesz, size))
             return m.error(Errc::Truncated,
                            "PT_GNU_SFRAME segment (" + std::to_string(p.filesz) +
-                               " bytes at offset " + hex(p.offset) +
+                               " bytes at offset " + to_hex(p.offset) +
                                ") runs past the end of the file (" + std::to_string(size) +
                                " bytes)",
                            p.offset);
@@ -418,7 +413,7 @@ Expected<SframeLocation> ElfFile::find_sframe() const {
         auto section = sframe::Section::parse(bytes, p.vaddr);
         if (!section)
             return m.error(section.error().code(),
-                           "PT_GNU_SFRAME segment at file offset " + hex(p.offset) + ": " +
+                           "PT_GNU_SFRAME segment at file offset " + to_hex(p.offset) + ": " +
                                section.error().message(),
                            section.error().where() == no_offset
                                ? p.offset
@@ -437,7 +432,7 @@ Expected<std::span<const std::uint8_t>> ElfFile::sframe_bytes(const SframeLocati
     const std::uint64_t size = impl_->image.size();
     if (where.file_offset > size)
         return impl_->error(Errc::Truncated,
-                            where.name + " at offset " + hex(where.file_offset) +
+                            where.name + " at offset " + to_hex(where.file_offset) +
                                 " starts past the end of the file (" + std::to_string(size) +
                                 " bytes)",
                             where.file_offset);
@@ -454,7 +449,7 @@ Expected<sframe::Section> ElfFile::sframe() const {
     if (!section)
         // The offset stays relative to the section, as the SFrame tools print it.
         return impl_->error(section.error().code(),
-                            where->name + " (file offset " + hex(where->file_offset) +
+                            where->name + " (file offset " + to_hex(where->file_offset) +
                                 "): " + section.error().what(),
                             section.error().where());
     return section;

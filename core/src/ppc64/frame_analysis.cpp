@@ -19,11 +19,6 @@ namespace {
 
 using isa::Insn;
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 // Volatile GPRs (r0, r3-r12; ELFv2 ABI 2.2.1.1): a call may change them.
 constexpr std::uint32_t volatile_gprs = 0x1ff9U;
@@ -251,13 +246,13 @@ Expected<FrameAnalysis> FrameAnalysis::run(ByteView code, std::uint64_t code_vad
     const std::uint64_t end = table.address;
     if (start % 4 != 0 || start < code_vaddr || end < start || !code.contains(start - code_vaddr, end - start))
         return Error(Errc::Malformed,
-                     "function [" + hex(start) + ", " + hex(end) + ") is not word-aligned code inside [" +
-                         hex(code_vaddr) + ", " + hex(code_vaddr + code.size()) + ")",
+                     "function [" + to_hex(start) + ", " + to_hex(end) + ") is not word-aligned code inside [" +
+                         to_hex(code_vaddr) + ", " + to_hex(code_vaddr + code.size()) + ")",
                      start);
     const std::uint64_t count = (end - start) / 4;
     if (count > limits.max_instructions)
         return Error(Errc::Unsupported,
-                     "function at " + hex(start) + " has " + std::to_string(count) +
+                     "function at " + to_hex(start) + " has " + std::to_string(count) +
                          " instructions, more than the analysis limit of " +
                          std::to_string(limits.max_instructions),
                      start);

@@ -11,11 +11,6 @@
 namespace sfunwind::ppc64 {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 // The executable bytes: SHF_EXECINSTR sections when the file has section
 // headers (tighter than segments, which may also hold read-only data),
@@ -145,7 +140,7 @@ const Function* TracebackIndex::function_at(std::uint64_t pc) const {
 
 Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
     const CodeRange* range = range_of(pc);
-    if (range == nullptr) return Error(Errc::NotFound, "no executable code at " + hex(pc), pc);
+    if (range == nullptr) return Error(Errc::NotFound, "no executable code at " + to_hex(pc), pc);
     const ByteView& code = range->bytes;
     const std::uint64_t first = (pc - range->vaddr) & ~std::uint64_t{3};
     const std::uint64_t limit = std::min<std::uint64_t>(code.size(), first + options_.max_scan);
@@ -167,15 +162,15 @@ Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
         const std::uint64_t at = range->vaddr + off;
         if (sym != nullptr && sym->size > 0 && at >= sym->start + sym->size)
             return Error(Errc::NotFound,
-                         "no traceback table in " + sym->names.front() + " [" + hex(sym->start) + ", " +
-                             hex(sym->start + sym->size) + "), which holds " + hex(pc) +
-                             ": the first zero word after it is at " + hex(at) +
+                         "no traceback table in " + sym->names.front() + " [" + to_hex(sym->start) + ", " +
+                             to_hex(sym->start + sym->size) + "), which holds " + to_hex(pc) +
+                             ": the first zero word after it is at " + to_hex(at) +
                              (last_problem ? " (" + last_problem->what() + ")" : std::string()),
                          pc);
         if (next_sym != nullptr && at >= next_sym->start)
             return Error(Errc::NotFound,
-                         "no traceback table between " + hex(pc) + " and the next function, " +
-                             next_sym->names.front() + " at " + hex(next_sym->start),
+                         "no traceback table between " + to_hex(pc) + " and the next function, " +
+                             next_sym->names.front() + " at " + to_hex(next_sym->start),
                          pc);
         auto table = decode_table(code, range->vaddr, off, options_.decode);
         if (!table) {
@@ -187,8 +182,8 @@ Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
         if (auto start = found.table.function_start()) {
             if (*start > pc)
                 return Error(Errc::NotFound,
-                             hex(pc) + " is between functions: the next traceback table, at " + hex(at) +
-                                 ", is for the function at " + hex(*start),
+                             to_hex(pc) + " is between functions: the next traceback table, at " + to_hex(at) +
+                                 ", is for the function at " + to_hex(*start),
                              pc);
             found.function_start = start;
             found.start_source = FoundTable::StartSource::TbOffset;
@@ -203,7 +198,7 @@ Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
         }
         return found;
     }
-    std::string why = "no traceback table within " + hex(limit - first) + " bytes after " + hex(pc) + " in " +
+    std::string why = "no traceback table within " + to_hex(limit - first) + " bytes after " + to_hex(pc) + " in " +
                       range->name;
     if (last_problem) why += " (last zero word rejected: " + last_problem->what() + ")";
     return Error(Errc::NotFound, why, pc);
@@ -247,7 +242,7 @@ bool TracebackIndex::never_returns(std::uint64_t target) const {
 Expected<FrameAnalysis> TracebackIndex::analyse(const FoundTable& found) const {
     const CodeRange* range = range_of(*found.function_start);
     if (range == nullptr)
-        return Error(Errc::NotFound, "no executable code at " + hex(*found.function_start), *found.function_start);
+        return Error(Errc::NotFound, "no executable code at " + to_hex(*found.function_start), *found.function_start);
     struct Calls final : CallTargets {
         explicit Calls(const TracebackIndex& i) : index(i) {}
         bool never_returns(std::uint64_t target) const override { return index.never_returns(target); }
@@ -259,7 +254,7 @@ Expected<FrameAnalysis> TracebackIndex::analyse(const FoundTable& found) const {
 
 Expected<std::vector<RowDetail>> TracebackIndex::rows(const FoundTable& found, Split split) const {
     if (!found.function_start)
-        return Error(Errc::NotFound, "the function of the traceback table at " + hex(found.table.address) +
+        return Error(Errc::NotFound, "the function of the traceback table at " + to_hex(found.table.address) +
                                          " has no known start (no tb_offset, no symbol)",
                      found.table.address);
     std::optional<FrameAnalysis> analysis;
@@ -338,7 +333,7 @@ Expected<RowDetail> TracebackIndex::lookup_detail(std::uint64_t pc) const {
         RowDetail out = std::move(d);
         return out;
     }
-    return Error(Errc::NotFound, hex(pc) + " is not inside its function's code", pc);
+    return Error(Errc::NotFound, to_hex(pc) + " is not inside its function's code", pc);
 }
 
 Expected<Row> TracebackIndex::lookup(std::uint64_t pc) const {
@@ -357,9 +352,9 @@ Listing TracebackIndex::by_symbols() const {
         }
         if (found->function_start && *found->function_start != f.start)
             out.problems.emplace_back(Errc::Malformed,
-                                      f.names.front() + ": the traceback table at " + hex(found->table.address) +
-                                          " gives function start " + hex(*found->function_start) +
-                                          ", the symbol " + hex(f.start),
+                                      f.names.front() + ": the traceback table at " + to_hex(found->table.address) +
+                                          " gives function start " + to_hex(*found->function_start) +
+                                          ", the symbol " + to_hex(f.start),
                                       f.start);
         out.tables.push_back(std::move(*found));
     }
@@ -390,8 +385,8 @@ Listing TracebackIndex::by_scan() const {
             if (auto start = found.table.function_start()) {
                 if (*start < range.vaddr + resume) {
                     out.problems.emplace_back(Errc::Malformed,
-                                              "traceback table at " + hex(found.table.address) +
-                                                  ": tb_offset puts the function start " + hex(*start) +
+                                              "traceback table at " + to_hex(found.table.address) +
+                                                  ": tb_offset puts the function start " + to_hex(*start) +
                                                   " inside the previous function",
                                               found.table.address);
                     continue;
@@ -412,7 +407,7 @@ Listing TracebackIndex::by_scan() const {
                 // linker stub (ppc64 .plt_call stubs): without a symbol,
                 // nothing tells them apart.
                 out.problems.emplace_back(Errc::NotFound,
-                                          "zero words at " + hex(found.table.address) +
+                                          "zero words at " + to_hex(found.table.address) +
                                               " after code that no function symbol covers: padding, or an "
                                               "all-zero table",
                                           found.table.address);

@@ -8,11 +8,6 @@
 namespace sfunwind::ppc64 {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 bool bit(std::uint8_t byte, unsigned n) { return ((byte >> n) & 1U) != 0; }
 
@@ -66,7 +61,7 @@ public:
         T v{};
         if (!code_.load(at_, v))
             return Error(Errc::Truncated, std::string("traceback table field ") + field + " at " +
-                                              hex(vaddr_ + at_) + " runs past the end of the code",
+                                              to_hex(vaddr_ + at_) + " runs past the end of the code",
                          vaddr_ + at_);
         at_ += sizeof(T);
         return v;
@@ -83,7 +78,7 @@ private:
 };
 
 Error malformed(const std::string& what, std::uint64_t address) {
-    return Error(Errc::Malformed, "traceback table at " + hex(address) + ": " + what, address);
+    return Error(Errc::Malformed, "traceback table at " + to_hex(address) + ": " + what, address);
 }
 
 } // namespace
@@ -93,7 +88,7 @@ std::string language_name(std::uint8_t lang) {
         "C", "FORTRAN", "Pascal", "Ada", "PL/1", "Basic", "LISP",
         "COBOL", "Modula2", "C++", "RPG", "PL.8", "Assembly"};
     if (lang < names.size()) return names[lang];
-    return std::string(lang >= 0xfb ? "IBM (" : "reserved (") + hex(lang) + ")";
+    return std::string(lang >= 0xfb ? "IBM (" : "reserved (") + to_hex(lang) + ")";
 }
 
 Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, std::uint64_t offset,
@@ -101,7 +96,7 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
     const std::uint64_t address = code_vaddr + offset;
     std::uint32_t zero = 1;
     if (!code.load(offset, zero))
-        return Error(Errc::Truncated, "traceback table at " + hex(address) + " runs past the end of the code",
+        return Error(Errc::Truncated, "traceback table at " + to_hex(address) + " runs past the end of the code",
                      address);
     if (zero != 0) return malformed("does not start with a zero word", address);
     // 3.3: "A traceback table is word-aligned."
@@ -110,7 +105,7 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
     std::array<std::uint8_t, 8> raw{};
     if (!code.contains(offset + mandatory_offset, raw.size()))
         return Error(Errc::Truncated,
-                     "traceback table at " + hex(address) + ": mandatory fields run past the end of the code",
+                     "traceback table at " + to_hex(address) + ": mandatory fields run past the end of the code",
                      address);
     for (std::size_t i = 0; i < raw.size(); ++i)
         raw[i] = code.bytes()[offset + mandatory_offset + i];
@@ -146,11 +141,11 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
         auto v = r.next<std::uint32_t>("tb_offset");
         if (!v) return std::move(v).error();
         if (*v == 0 || *v % 4 != 0)
-            return malformed("tb_offset " + hex(*v) + " (at " + hex(field) + ") is not a non-zero multiple of 4",
+            return malformed("tb_offset " + to_hex(*v) + " (at " + to_hex(field) + ") is not a non-zero multiple of 4",
                              address);
         if (*v > offset)
-            return malformed("tb_offset " + hex(*v) + " puts the function start before the code at " +
-                                 hex(code_vaddr),
+            return malformed("tb_offset " + to_hex(*v) + " puts the function start before the code at " +
+                                 to_hex(code_vaddr),
                              address);
         t.tb_offset = *v;
     }
@@ -178,13 +173,13 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
         auto len = r.next<std::uint16_t>("name_len");
         if (!len) return std::move(len).error();
         if (*len > limits.max_name_len)
-            return malformed("name_len " + std::to_string(*len) + " (at " + hex(field) + ") exceeds the limit of " +
+            return malformed("name_len " + std::to_string(*len) + " (at " + to_hex(field) + ") exceeds the limit of " +
                                  std::to_string(limits.max_name_len),
                              address);
         if (!code.contains(r.offset(), *len))
             return Error(Errc::Truncated,
-                         "traceback table at " + hex(address) + ": name of " + std::to_string(*len) +
-                             " bytes at " + hex(r.address()) + " runs past the end of the code",
+                         "traceback table at " + to_hex(address) + ": name of " + std::to_string(*len) +
+                             " bytes at " + to_hex(r.address()) + " runs past the end of the code",
                          address);
         std::string name;
         name.reserve(*len);
@@ -193,7 +188,7 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
             // "The name is in seven-bit ASCII"; control characters and NUL
             // would mean this is not a name.
             if (c < 0x20 || c > 0x7e)
-                return malformed("name byte " + hex(c) + " at " + hex(r.address() + i) +
+                return malformed("name byte " + to_hex(c) + " at " + to_hex(r.address() + i) +
                                      " is not printable 7-bit ASCII",
                                  address);
             name.push_back(static_cast<char>(c));

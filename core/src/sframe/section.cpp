@@ -11,11 +11,6 @@
 namespace sfunwind::sframe {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 const Abi* abi_of(AbiArch arch) {
     switch (arch) {
@@ -45,7 +40,7 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
     else if (bytes[0] == 0xde && bytes[1] == 0xe2)
         order = ByteOrder::Big;
     else
-        return Error(Errc::BadMagic, "bad SFrame magic " + hex(std::uint64_t{bytes[0]} | std::uint64_t{bytes[1]} << 8U), 0);
+        return Error(Errc::BadMagic, "bad SFrame magic " + to_hex(std::uint64_t{bytes[0]} | std::uint64_t{bytes[1]} << 8U), 0);
 
     Section s;
     s.view_ = ByteView(bytes, order);
@@ -72,7 +67,7 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
     (void)s.view_.load(24, h.freoff);
 
     if ((h.flags & ~s.layout_->valid_flags) != 0)
-        return Error(Errc::Malformed, "flags " + hex(h.flags) + " not defined for SFrame version " +
+        return Error(Errc::Malformed, "flags " + to_hex(h.flags) + " not defined for SFrame version " +
                                           std::to_string(version), 3);
     if (abi < 1 || abi > 4 || (abi == 4 && !s.layout_->allows_s390x))
         return Error(Errc::Unsupported, "unknown ABI/arch " + std::to_string(abi) +
@@ -89,18 +84,18 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
         return Error(Errc::Truncated, "auxiliary header of " + std::to_string(h.auxhdr_len) +
                                           " bytes runs past the section", 7);
     if (s.fde_sub_ > bytes.size())
-        return Error(Errc::Truncated, "FDE sub-section offset " + hex(h.fdeoff) + " points past the end of the " +
+        return Error(Errc::Truncated, "FDE sub-section offset " + to_hex(h.fdeoff) + " points past the end of the " +
                                           std::to_string(bytes.size()) + "-byte section", 20);
     if (s.fre_sub_ > bytes.size())
-        return Error(Errc::Truncated, "FRE sub-section offset " + hex(h.freoff) + " points past the end of the " +
+        return Error(Errc::Truncated, "FRE sub-section offset " + to_hex(h.freoff) + " points past the end of the " +
                                           std::to_string(bytes.size()) + "-byte section", 24);
     const std::uint64_t fde_bytes = std::uint64_t{h.num_fdes} * s.layout_->fde_size;
     if (!s.view_.contains(s.fde_sub_, fde_bytes))
-        return Error(Errc::Truncated, std::to_string(h.num_fdes) + " FDEs at offset " + hex(s.fde_sub_) +
+        return Error(Errc::Truncated, std::to_string(h.num_fdes) + " FDEs at offset " + to_hex(s.fde_sub_) +
                                           " need " + std::to_string(fde_bytes) + " bytes; the section has " +
                                           std::to_string(bytes.size()), 8);
     if (!s.view_.contains(s.fre_sub_, h.fre_len))
-        return Error(Errc::Truncated, "FRE sub-section at offset " + hex(s.fre_sub_) + " of " +
+        return Error(Errc::Truncated, "FRE sub-section at offset " + to_hex(s.fre_sub_) + " of " +
                                           std::to_string(h.fre_len) + " bytes runs past the section (" +
                                           std::to_string(bytes.size()) + " bytes)", 16);
 
@@ -170,7 +165,7 @@ Expected<Fre> Section::fre_at(const Fde& fde, std::uint64_t offset) const {
         // point at the count (spec v3 section 2.3.2; v1/v2 keep it at 0x0c).
         return Error(Errc::Truncated, "FDE " + std::to_string(fde.index) + " claims " +
                                           std::to_string(fde.num_fres) + " FREs, but the FRE sub-section ends at " +
-                                          hex(frev.size()) + " before all of them",
+                                          to_hex(frev.size()) + " before all of them",
                      fde.attr_offset == fde.entry_offset ? fde.entry_offset + 12 : fde.attr_offset);
     Fre fre;
     fre.offset = offset;
@@ -243,10 +238,10 @@ Expected<Fde> Section::find_fde(std::uint64_t pc) const {
         else
             hi = mid;
     }
-    if (lo == 0) return Error(Errc::NotFound, "no FDE covers " + hex(pc));
+    if (lo == 0) return Error(Errc::NotFound, "no FDE covers " + to_hex(pc));
     auto f = fde(index_at(lo - 1));
     if (!f) return f;
-    if (pc >= f->end()) return Error(Errc::NotFound, "no FDE covers " + hex(pc));
+    if (pc >= f->end()) return Error(Errc::NotFound, "no FDE covers " + to_hex(pc));
     return f;
 }
 
@@ -306,7 +301,7 @@ Expected<Row> Section::lookup(std::uint64_t pc) const {
         at += start_width + 1 + ((info >> 1U) & 0xfU) * (1U << size_code);
     }
     if (!found)
-        return Error(Errc::NotFound, "no FRE of FDE " + std::to_string(fde.index) + " covers " + hex(pc),
+        return Error(Errc::NotFound, "no FRE of FDE " + std::to_string(fde.index) + " covers " + to_hex(pc),
                      fde.fres_begin);
     auto best = fre_at(fde, best_at);
     if (!best) return std::move(best).error();

@@ -7,11 +7,6 @@
 namespace sfunwind::sframe {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 class Checker {
 public:
@@ -49,13 +44,13 @@ public:
             one_fde(*f);
             if (have_prev && h.sorted()) {
                 if (f->start < prev.start)
-                    error(f->entry_offset, "FDE " + std::to_string(i) + " starts at " + hex(f->start) +
-                                               ", before FDE " + std::to_string(i - 1) + " (" + hex(prev.start) +
+                    error(f->entry_offset, "FDE " + std::to_string(i) + " starts at " + to_hex(f->start) +
+                                               ", before FDE " + std::to_string(i - 1) + " (" + to_hex(prev.start) +
                                                "), but the section claims to be sorted");
                 else if (f->start < prev.end())
-                    error(f->entry_offset, "FDE " + std::to_string(i) + " (" + hex(f->start) + ") overlaps FDE " +
-                                               std::to_string(i - 1) + " [" + hex(prev.start) + ", " +
-                                               hex(prev.end()) + ")");
+                    error(f->entry_offset, "FDE " + std::to_string(i) + " (" + to_hex(f->start) + ") overlaps FDE " +
+                                               std::to_string(i - 1) + " [" + to_hex(prev.start) + ", " +
+                                               to_hex(prev.end()) + ")");
             }
             prev = *f;
             have_prev = true;
@@ -70,9 +65,9 @@ public:
         const Version v = s_.version();
         const std::uint8_t unused = v == Version::V3 ? 0x40 : 0xc0;
         if ((f.info & unused) != 0)
-            warn(f.attr_offset, name + ": unused info bits set (" + hex(f.info) + ")");
+            warn(f.attr_offset, name + ": unused info bits set (" + to_hex(f.info) + ")");
         if (v == Version::V3 && (f.info2 & 0xe0U) != 0)
-            warn(f.attr_offset + 3, name + ": unused info2 bits set (" + hex(f.info2) + ")");
+            warn(f.attr_offset + 3, name + ": unused info2 bits set (" + to_hex(f.info2) + ")");
         if (f.pauth_key == PauthKey::B && s_.abi().arch != Arch::AArch64)
             error(f.attr_offset, name + ": PAuth key B on a non-AArch64 ABI");
         if (f.start + f.size < f.start) error(f.entry_offset, name + ": function range wraps around");
@@ -91,10 +86,10 @@ public:
             }
             const std::string fname = name + " FRE " + std::to_string(k);
             if (have_prev && fre->start <= prev_start)
-                error(fre->offset, fname + ": start " + hex(fre->start) + " is not above the previous FRE's " +
-                                       hex(prev_start));
+                error(fre->offset, fname + ": start " + to_hex(fre->start) + " is not above the previous FRE's " +
+                                       to_hex(prev_start));
             if (fre->start >= limit && !(fre->start == 0 && limit == 0))
-                error(fre->offset, fname + ": start " + hex(fre->start) + " is outside the function (" +
+                error(fre->offset, fname + ": start " + to_hex(fre->start) + " is outside the function (" +
                                        std::to_string(limit) + " bytes)");
             if (fre->mangled_ra && s_.abi().arch != Arch::AArch64)
                 error(fre->offset, fname + ": mangled-RA bit on a non-AArch64 ABI");

@@ -21,11 +21,6 @@
 namespace sfunwind::sframe {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 std::string signed_text(std::int64_t v) {
     return (v < 0 ? "" : "+") + std::to_string(v);
@@ -403,11 +398,11 @@ Expected<std::vector<EncodedFre>> Encoder::encode_fres(const FdeSpec& f) {
     const std::uint64_t limit = f.pc_type == PcType::Mask ? f.rep_size : f.size;
     for (std::size_t k = 0; k < f.fres.size(); ++k) {
         const FreSpec& fre = f.fres[k];
-        context_ = fde_context + "FRE " + std::to_string(k) + " (+" + hex(fre.start) + "): ";
+        context_ = fde_context + "FRE " + std::to_string(k) + " (+" + to_hex(fre.start) + "): ";
         if (!o_.quirks.unchecked) {
             if (k > 0 && fre.start <= f.fres[k - 1].start)
                 return malformed("start is not above the previous FRE's (+" +
-                                 hex(f.fres[k - 1].start) + ")");
+                                 to_hex(f.fres[k - 1].start) + ")");
             // An FRE at offset 0 of an empty function is what GNU as writes
             // for a zero-sized function (e.g. gas test cfi-sframe-common-1).
             if (fre.start >= limit && fre.start != 0)
@@ -480,9 +475,9 @@ Expected<std::vector<std::uint8_t>> Encoder::run(SectionMap* map) {
             const FdeSpec& b = fdes_[by_start[i]];
             if (b.start < a.start + a.size)
                 return Error(Errc::Malformed,
-                             "function " + std::to_string(by_start[i]) + " (" + hex(b.start) +
+                             "function " + std::to_string(by_start[i]) + " (" + to_hex(b.start) +
                                  ") overlaps function " + std::to_string(by_start[i - 1]) + " [" +
-                                 hex(a.start) + ", " + hex(a.start + a.size) + ")");
+                                 to_hex(a.start) + ", " + to_hex(a.start + a.size) + ")");
         }
     }
 
@@ -492,7 +487,7 @@ Expected<std::vector<std::uint8_t>> Encoder::run(SectionMap* map) {
     std::uint64_t total_fres = 0;
     for (std::size_t i = 0; i < fdes_.size(); ++i) {
         const FdeSpec& f = fdes_[i];
-        context_ = "function " + std::to_string(i) + " (" + hex(f.start) + "): ";
+        context_ = "function " + std::to_string(i) + " (" + to_hex(f.start) + "): ";
         if (auto s = check_fde(f); !s) return std::move(s).error();
         auto e = encode_fres(f);
         if (!e) return std::move(e).error();
@@ -509,7 +504,7 @@ Expected<std::vector<std::uint8_t>> Encoder::run(SectionMap* map) {
             return unsupported("unknown FRE type " +
                                std::to_string(static_cast<unsigned>(fre_types[i])));
         if (fre_types[i] < fitting)
-            return unsupported("FRE start +" + hex(max_start) + " does not fit FRE type " +
+            return unsupported("FRE start +" + to_hex(max_start) + " does not fit FRE type " +
                                std::to_string(static_cast<unsigned>(fre_types[i])));
         total_fres += f.fres.size();
     }
@@ -605,7 +600,7 @@ Expected<std::vector<std::uint8_t>> Encoder::run(SectionMap* map) {
         if (!v(Version::V3) && (field < std::numeric_limits<std::int32_t>::min() ||
                                 field > std::numeric_limits<std::int32_t>::max()))
             return Error(Errc::Unsupported,
-                         "function " + std::to_string(i) + " (" + hex(f.start) +
+                         "function " + std::to_string(i) + " (" + to_hex(f.start) +
                              ") is too far from the section for a 32-bit start field");
         const unsigned info = static_cast<unsigned>(fre_types[i]) |
                               (f.pc_type == PcType::Mask ? 0x10U : 0U) |

@@ -7,11 +7,6 @@
 namespace sfunwind {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 } // namespace
 
@@ -22,7 +17,7 @@ Expected<StepResult> step_frame(const ModuleSet& modules, const FrameRegs& calle
     const Module* m = modules.find(pc);
     if (module_out != nullptr) *module_out = m;
     if (m == nullptr || !m->has_rows())
-        return Error(Errc::NotFound, "no module with SFrame covers " + hex(callee.pc));
+        return Error(Errc::NotFound, "no module with SFrame covers " + to_hex(callee.pc));
     auto row = m->lookup(pc - m->bias);
     if (!row) return Error(row.error().code(), m->name + ": " + row.error().message());
     // Rows are in link-time addresses; the stepper works on runtime values,
@@ -59,8 +54,8 @@ Backtrace backtrace(const ModuleSet& modules, const FrameRegs& top, MemoryReader
         // it is a loop (s390x leaf frames legitimately keep the SP).
         if (next->caller.sp == regs.sp) {
             if (next->caller.pc == regs.pc || ++stalled > 16) {
-                bt.stop = Error(Errc::BadFrame, "no progress: frame at pc " + hex(next->caller.pc) + " sp " +
-                                                    hex(next->caller.sp) + " repeats");
+                bt.stop = Error(Errc::BadFrame, "no progress: frame at pc " + to_hex(next->caller.pc) + " sp " +
+                                                    to_hex(next->caller.sp) + " repeats");
                 return bt;
             }
         } else {

@@ -11,11 +11,6 @@
 namespace sfunwind {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 class Stepper {
 public:
@@ -41,7 +36,7 @@ public:
     Expected<std::uint64_t> load(std::uint64_t addr, const char* what) const {
         std::array<std::uint8_t, 8> buf{};
         if (!memory_.read(addr, buf))
-            return Error(Errc::MemoryUnreadable, std::string("cannot read the ") + what + " at " + hex(addr),
+            return Error(Errc::MemoryUnreadable, std::string("cannot read the ") + what + " at " + to_hex(addr),
                          addr);
         std::uint64_t v = 0;
         (void)ByteView(buf, abi_.order).load(0, v);
@@ -54,7 +49,7 @@ public:
         const auto off = static_cast<std::uint64_t>(std::int64_t{rule.offset});
         switch (rule.kind) {
         case RegRule::Kind::Undefined:
-            return Error(Errc::Outermost, std::string(what) + " is undefined at " + hex(callee_.pc));
+            return Error(Errc::Outermost, std::string(what) + " is undefined at " + to_hex(callee_.pc));
         case RegRule::Kind::SameValue:
             if (!same)
                 return Error(Errc::UnsafeRule,
@@ -91,10 +86,10 @@ public:
 Expected<StepResult> step(const Row& row, const Abi& abi, const FrameRegs& callee, bool topmost,
                           MemoryReader& memory, RegisterSource* extra, const StepOptions& options) {
     if (row.outermost)
-        return Error(Errc::Outermost, "outermost frame: the return address is undefined at " + hex(callee.pc));
+        return Error(Errc::Outermost, "outermost frame: the return address is undefined at " + to_hex(callee.pc));
     if (row.topmost_only && !topmost)
         return Error(Errc::UnsafeRule,
-                     "the row at " + hex(callee.pc) + " uses register rules valid only in the topmost frame",
+                     "the row at " + to_hex(callee.pc) + " uses register rules valid only in the topmost frame",
                      callee.pc);
     const Stepper s(row, abi, callee, topmost, memory, extra);
 
@@ -107,14 +102,14 @@ Expected<StepResult> step(const Row& row, const Abi& abi, const FrameRegs& calle
         cfa = *v;
     }
     if (cfa % 8 != 0)
-        return Error(Errc::BadFrame, "CFA " + hex(cfa) + " is not 8-byte aligned", callee.pc);
+        return Error(Errc::BadFrame, "CFA " + to_hex(cfa) + " is not 8-byte aligned", callee.pc);
 
     StepResult out;
     out.cfa = cfa;
     out.caller.sp = cfa + static_cast<std::uint64_t>(std::int64_t{abi.sp_from_cfa});
     if (options.check_stack_direction && !row.signal_frame && out.caller.sp < callee.sp)
         return Error(Errc::BadFrame,
-                     "caller SP " + hex(out.caller.sp) + " is below the callee's " + hex(callee.sp) +
+                     "caller SP " + to_hex(out.caller.sp) + " is below the callee's " + to_hex(callee.sp) +
                          ": the stack would grow up",
                      callee.pc);
 
