@@ -4,6 +4,7 @@
 // decode, validate clean, and dump to the same text.
 #include "catch.hpp"
 #include "support.hpp"
+#include "vectors.hpp"
 
 #include "sfunwind/sframe/dump.hpp"
 #include "sfunwind/sframe/section.hpp"
@@ -18,29 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Vector {
-    std::string name;
-    std::uint64_t base;
-    std::vector<std::uint8_t> bytes;
-    std::string groundtruth;
-};
-
-std::vector<Vector> load_vectors() {
-    std::vector<Vector> out;
-    const fs::path dir = test::shared_dir() / "test-vectors" / "gas-sframe";
-    for (const auto& e : fs::directory_iterator(dir)) {
-        if (e.path().extension() != ".json") continue;
-        const auto j = nlohmann::json::parse(test::read_text(e.path()));
-        Vector v;
-        v.name = e.path().filename().string();
-        v.base = j.at("section_base").get<std::uint64_t>();
-        v.bytes = j.at("content").get<std::vector<std::uint8_t>>();
-        v.groundtruth = j.at("groundtruth").get<std::string>();
-        out.push_back(std::move(v));
-    }
-    std::sort(out.begin(), out.end(), [](const Vector& a, const Vector& b) { return a.name < b.name; });
-    return out;
-}
+using test::load_vectors;
+using test::Vector;
 
 // Wording that differs between the binutils release that made a vector and
 // the one sfunwind's dump imitates (2.40 for v1, 2.47 for v2 and v3).

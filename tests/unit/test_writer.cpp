@@ -10,6 +10,7 @@
 #include "sfunwind/sframe/validate.hpp"
 #include "sfunwind/sframe/writer.hpp"
 #include "support.hpp"
+#include "vectors.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -358,25 +359,8 @@ void check_all_rows(const Section& s, const std::vector<FdeSpec>& fdes) {
 
 // --- shared test vectors ---------------------------------------------------
 
-struct Vector {
-    std::string name;
-    std::uint64_t base;
-    std::vector<std::uint8_t> bytes;
-};
-
-std::vector<Vector> load_vectors() {
-    std::vector<Vector> out;
-    for (const auto& e :
-         fs::directory_iterator(test::shared_dir() / "test-vectors" / "gas-sframe")) {
-        if (e.path().extension() != ".json") continue;
-        const auto j = nlohmann::json::parse(test::read_text(e.path()));
-        out.push_back({e.path().filename().string(), j.at("section_base").get<std::uint64_t>(),
-                       j.at("content").get<std::vector<std::uint8_t>>()});
-    }
-    std::sort(out.begin(), out.end(),
-              [](const Vector& a, const Vector& b) { return a.name < b.name; });
-    return out;
-}
+using test::load_vectors;
+using test::Vector;
 
 std::vector<std::uint8_t> vector_bytes(const std::string& name) {
     const auto j = nlohmann::json::parse(

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// The shared GNU as test vectors (../shared/test-vectors/gas-sframe/*.json):
+// a section's bytes, its address, and what that release's objdump printed.
+#pragma once
+
+#include "support.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sfunwind::test {
+
+struct Vector {
+    std::string name;
+    std::uint64_t base;
+    std::vector<std::uint8_t> bytes;
+    std::string groundtruth;
+};
+
+// Every vector, sorted by file name.
+inline std::vector<Vector> load_vectors() {
+    std::vector<Vector> out;
+    for (const auto& e : std::filesystem::directory_iterator(shared_dir() / "test-vectors" / "gas-sframe")) {
+        if (e.path().extension() != ".json") continue;
+        const auto j = nlohmann::json::parse(read_text(e.path()));
+        out.push_back({e.path().filename().string(), j.at("section_base").get<std::uint64_t>(),
+                       j.at("content").get<std::vector<std::uint8_t>>(), j.at("groundtruth").get<std::string>()});
+    }
+    std::sort(out.begin(), out.end(), [](const Vector& a, const Vector& b) { return a.name < b.name; });
+    return out;
+}
+
+} // namespace sfunwind::test
