@@ -43,7 +43,6 @@ struct Options {
     std::vector<std::uint64_t> pcs;
 };
 
-
 std::string json_string(const std::string& s) {
     std::string out = "\"";
     for (const char ch : s) {

@@ -32,7 +32,6 @@ int fail(const std::string& message, int status) {
     return status;
 }
 
-
 // What siginfo says about where a signal came from (sigaction(2), "The
 // siginfo_t argument").
 std::string siginfo_detail(const StopEvent& e) {

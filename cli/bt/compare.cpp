@@ -7,7 +7,6 @@
 namespace sfunwind::cli::bt {
 namespace {
 
-
 std::string versus(const char* field, std::uint64_t sframe, std::uint64_t cfi) {
     return std::string(field) + " " + to_hex(sframe) + " (SFrame) vs " + to_hex(cfi) + " (CFI)";
 }

@@ -15,7 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-
 json module_json(const TargetModule& m) {
     json j{{"path", m.path}, {"begin", to_hex(m.begin)}, {"end", to_hex(m.end)}, {"bias", to_hex(m.bias)}};
     if (m.section) {

@@ -10,7 +10,6 @@
 namespace sfunwind::cli::bt {
 namespace {
 
-
 std::string pc_text(std::uint64_t v) {
     char buf[24];
     std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));

@@ -6,7 +6,6 @@
 namespace sfunwind::cli::bt {
 namespace {
 
-
 } // namespace
 
 const char* to_string(WalkEnd end) noexcept {

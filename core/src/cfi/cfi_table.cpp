@@ -22,7 +22,6 @@ struct FrameDeleter {
 };
 using FramePtr = std::unique_ptr<Dwarf_Frame, FrameDeleter>;
 
-
 std::string libdw_message() {
     const char* m = dwarf_errmsg(-1);
     return m != nullptr ? m : "unknown libdw error";

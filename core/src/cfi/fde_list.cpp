@@ -11,7 +11,6 @@
 namespace sfunwind::cfi::detail {
 namespace {
 
-
 bool fits(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
     return offset <= total && size <= total - offset;
 }

@@ -25,7 +25,6 @@ std::string dwfl_error() {
     return msg != nullptr ? msg : "libdwfl gave no reason";
 }
 
-
 int no_debuginfo(Dwfl_Module*, void**, const char*, Dwarf_Addr, const char*, const char*, GElf_Word,
                  char**) {
     return -1; // CFI comes from the file itself, never from elsewhere

@@ -88,7 +88,6 @@ std::uint64_t Report::disagreements() const {
 
 namespace {
 
-
 std::string signed_text(std::int64_t v) {
     return (v < 0 ? "-" : "+") + std::to_string(v < 0 ? -v : v);
 }

@@ -10,7 +10,6 @@
 namespace sfunwind::check::detail {
 namespace {
 
-
 std::string version_text(std::optional<sframe::Version> v) {
     return "SFrame v" + std::to_string(static_cast<unsigned>(*v));
 }

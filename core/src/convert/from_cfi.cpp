@@ -11,7 +11,6 @@
 namespace sfunwind::convert {
 namespace {
 
-
 // x86-64 PLT entries (lazy .plt and IBT .plt.sec) are 16 bytes (psABI
 // section A.2 "Procedure Linkage Table"); GNU ld's PC-mask FDE repeats
 // with that size.

@@ -18,7 +18,6 @@
 namespace sfunwind::elf {
 namespace {
 
-
 // True when [offset, offset + size) lies inside a file of file_size bytes;
 // safe against overflow.
 bool fits(std::uint64_t offset, std::uint64_t size, std::uint64_t file_size) {

@@ -19,7 +19,6 @@ namespace {
 
 using isa::Insn;
 
-
 // Volatile GPRs (r0, r3-r12; ELFv2 ABI 2.2.1.1): a call may change them.
 constexpr std::uint32_t volatile_gprs = 0x1ff9U;
 

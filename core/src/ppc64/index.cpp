@@ -11,7 +11,6 @@
 namespace sfunwind::ppc64 {
 namespace {
 
-
 // The executable bytes: SHF_EXECINSTR sections when the file has section
 // headers (tighter than segments, which may also hold read-only data),
 // else the PF_X load segments.

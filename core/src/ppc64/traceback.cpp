@@ -8,8 +8,7 @@
 namespace sfunwind::ppc64 {
 namespace {
 
-
-bool bit(std::uint8_t byte, unsigned n) { return ((byte >> n) & 1U) != 0; }
+bool bit(std::uint8_t byte, unsigned n) { return ((static_cast<unsigned>(byte) >> n) & 1U) != 0; }
 
 // The eight mandatory bytes (3.3.1), bit 7 being the ABI's leftmost bit.
 void unpack_mandatory(const std::array<std::uint8_t, 8>& b, TracebackTable& t) {

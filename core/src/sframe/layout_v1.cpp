@@ -14,7 +14,6 @@ namespace {
 
 constexpr std::uint32_t fde_size = 17;
 
-
 Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
     Fde f;
     f.index = index;

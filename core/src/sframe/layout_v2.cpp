@@ -17,7 +17,6 @@ namespace {
 
 constexpr std::uint32_t fde_size = 20;
 
-
 Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
     Fde f;
     f.index = index;

@@ -21,7 +21,6 @@ namespace {
 constexpr std::uint32_t fde_size = 16;
 constexpr std::uint32_t attr_size = 5;
 
-
 Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
     Fde f;
     f.index = index;

@@ -11,7 +11,6 @@
 namespace sfunwind::sframe {
 namespace {
 
-
 const Abi* abi_of(AbiArch arch) {
     switch (arch) {
     case AbiArch::AArch64Big: return &abi_aarch64(ByteOrder::Big);

@@ -7,7 +7,6 @@
 namespace sfunwind::sframe {
 namespace {
 
-
 class Checker {
 public:
     explicit Checker(const Section& s) : s_(s) {}

@@ -21,7 +21,6 @@
 namespace sfunwind::sframe {
 namespace {
 
-
 std::string signed_text(std::int64_t v) {
     return (v < 0 ? "" : "+") + std::to_string(v);
 }

@@ -7,7 +7,6 @@
 namespace sfunwind {
 namespace {
 
-
 } // namespace
 
 Expected<StepResult> step_frame(const ModuleSet& modules, const FrameRegs& callee, bool topmost,

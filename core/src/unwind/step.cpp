@@ -11,7 +11,6 @@
 namespace sfunwind {
 namespace {
 
-
 class Stepper {
 public:
     Stepper(const Row& row, const Abi& abi, const FrameRegs& callee, bool topmost, MemoryReader& memory,
