@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+// The extern "C" functions of sfunwind_gdb.h over ModuleTable and the core's
+// step(). Every entry point catches C++ exceptions: none may unwind into
+// GDB or into Python's ctypes.
+#include "sfunwind_gdb.h"
+
+#include "c_rows.hpp"
+#include "frame_unwind.hpp"
+#include "module_table.hpp"
+
+#include "sfunwind/unwind/step.hpp"
+#include "sfunwind/unwind/window.hpp"
+
+#include <cstring>
+#include <exception>
+#include <span>
+#include <string>
+
+namespace {
+
+using sfunwind::Errc;
+using sfunwind::Error;
+namespace g = sfunwind::gdb;
+
+std::string& last_error() {
+    static std::string message;
+    return message;
+}
+
+int fail(const Error& e) {
+    last_error() = e.message();
+    return static_cast<int>(e.code()) + 1;
+}
+
+int fail_argument(const char* what) {
+    last_error() = what;
+    return SFUNWIND_GDB_BAD_ARGUMENT;
+}
+
+int fail_exception() {
+    try {
+        throw;
+    } catch (const std::exception& e) {
+        last_error() = std::string("internal error: ") + e.what();
+    } catch (...) {
+        last_error() = "internal error";
+    }
+    return SFUNWIND_GDB_IO;
+}
+
+// Reads through the caller's callback (ctypes or GDB's JIT target_read).
+class CallbackMemory final : public sfunwind::MemoryReader {
+public:
+    explicit CallbackMemory(sfunwind_gdb_read_fn fn) : fn_(fn) {}
+    bool read(std::uint64_t addr, std::span<std::uint8_t> out) override {
+        return fn_ != nullptr && fn_(addr, out.data(), out.size()) != 0;
+    }
+
+private:
+    sfunwind_gdb_read_fn fn_;
+};
+
+class CallbackRegisters final : public sfunwind::RegisterSource {
+public:
+    explicit CallbackRegisters(sfunwind_gdb_reg_fn fn) : fn_(fn) {}
+    std::optional<std::uint64_t> get(std::uint16_t reg) override {
+        std::uint64_t v = 0;
+        if (fn_ == nullptr || fn_(reg, &v) == 0) return std::nullopt;
+        return v;
+    }
+
+private:
+    sfunwind_gdb_reg_fn fn_;
+};
+
+struct Callbacks {
+    sfunwind_gdb_read_fn read = nullptr;
+    sfunwind_gdb_reg_fn reg = nullptr;
+};
+
+Callbacks& callbacks() {
+    static Callbacks c;
+    return c;
+}
+
+} // namespace
+
+extern "C" {
+
+int sfunwind_gdb_api_version(void) { return SFUNWIND_GDB_API_VERSION; }
+
+const char* sfunwind_gdb_last_error(void) { return last_error().c_str(); }
+
+int32_t sfunwind_gdb_open_file(const char* path) {
+    try {
+        last_error().clear();
+        if (path == nullptr) {
+            fail_argument("no path");
+            return -1;
+        }
+        auto id = g::table().open_file(path);
+        if (!id) {
+            fail(id.error());
+            return -1;
+        }
+        return *id;
+    } catch (...) {
+        fail_exception();
+        return -1;
+    }
+}
+
+int32_t sfunwind_gdb_open_bytes(const uint8_t* bytes, size_t size, uint64_t vaddr, const char* name) {
+    try {
+        last_error().clear();
+        if (bytes == nullptr && size != 0) {
+            fail_argument("no bytes");
+            return -1;
+        }
+        auto id = g::table().open_bytes(std::span<const std::uint8_t>(bytes, size), vaddr,
+                                        name != nullptr ? name : "<memory>");
+        if (!id) {
+            fail(id.error());
+            return -1;
+        }
+        return *id;
+    } catch (...) {
+        fail_exception();
+        return -1;
+    }
+}
+
+int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info* out) {
+    try {
+        const g::OpenModule* m = g::table().get(module);
+        if (m == nullptr || out == nullptr) return fail_argument("no such module");
+        const auto& s = *m->section;
+        const auto& h = s.header();
+        *out = {};
+        out->version = static_cast<std::uint32_t>(h.version);
+        out->abi_arch = static_cast<std::uint32_t>(h.abi_arch);
+        out->flags = h.flags;
+        out->num_fdes = h.num_fdes;
+        out->num_fres = h.num_fres;
+        out->placed = m->placed ? 1U : 0U;
+        out->section_vaddr = s.vaddr();
+        out->section_size = s.used_size();
+        out->text_begin = m->text_begin;
+        out->text_end = m->text_end;
+        out->bias = m->bias;
+        out->sp_reg = s.abi().sp_reg;
+        out->fp_reg = s.abi().fp_reg;
+        out->ra_reg = s.abi().ra_reg;
+        out->ra_in_register = s.abi().ra_in_register ? 1U : 0U;
+        out->sp_from_cfa = s.abi().sp_from_cfa;
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+int sfunwind_gdb_section_vaddr(int32_t module, const char* name, uint64_t* out) {
+    try {
+        const g::OpenModule* m = g::table().get(module);
+        if (m == nullptr || name == nullptr || out == nullptr) return fail_argument("no such module");
+        if (m->elf == nullptr) return fail(Error(Errc::NotFound, m->name + " was not opened from a file"));
+        const auto* s = m->elf->section(name);
+        if (s == nullptr || s->vaddr == 0)
+            return fail(Error(Errc::NotFound, m->name + " has no allocated section " + name));
+        *out = s->vaddr;
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+int sfunwind_gdb_place(int32_t module, uint64_t bias) {
+    try {
+        auto st = g::table().place(module, bias);
+        return st ? SFUNWIND_GDB_OK : fail(st.error());
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+int sfunwind_gdb_unplace(int32_t module) {
+    try {
+        auto st = g::table().unplace(module);
+        return st ? SFUNWIND_GDB_OK : fail(st.error());
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+void sfunwind_gdb_reset(void) {
+    try {
+        g::table().reset();
+    } catch (...) {
+        fail_exception();
+    }
+}
+
+int32_t sfunwind_gdb_module_at(uint64_t pc) { return g::table().module_at(pc); }
+
+int sfunwind_gdb_lookup(uint64_t pc, struct sfunwind_gdb_row* out) {
+    try {
+        if (out == nullptr) return fail_argument("no output row");
+        auto found = g::table().lookup(pc);
+        if (!found) return fail(found.error());
+        g::to_c(*found, *out);
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+int sfunwind_gdb_lookup_frame(uint64_t pc, uint64_t sp, int32_t level, struct sfunwind_gdb_row* out,
+                              int* topmost) {
+    try {
+        if (out == nullptr || topmost == nullptr) return fail_argument("no output row");
+        auto found = g::table().lookup_frame(pc, sp, level);
+        if (!found) return fail(found.error());
+        g::to_c(found->found, *out);
+        *topmost = found->topmost ? 1 : 0;
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size_t size) {
+    try {
+        if (row == nullptr) return 0;
+        const g::OpenModule* m = g::table().get(row->module);
+        if (m == nullptr) return 0;
+        const std::string text = sfunwind::describe(g::from_c(*row), m->section->abi());
+        if (buf != nullptr && size > 0) {
+            const std::size_t n = std::min(size - 1, text.size());
+            std::memcpy(buf, text.data(), n);
+            buf[n] = '\0';
+        }
+        return text.size();
+    } catch (...) {
+        fail_exception();
+        return 0;
+    }
+}
+
+int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_gdb_regs* regs, int topmost,
+                      uint64_t window_addr, const uint8_t* window, size_t window_size, sfunwind_gdb_read_fn read,
+                      sfunwind_gdb_reg_fn reg, struct sfunwind_gdb_step_result* out) {
+    try {
+        if (row == nullptr || regs == nullptr || out == nullptr) return fail_argument("null argument");
+        if (window == nullptr && window_size != 0) return fail_argument("window without bytes");
+        const g::OpenModule* m = g::table().get(row->module);
+        if (m == nullptr) return fail_argument("the row's module is closed");
+        sfunwind::FrameRegs callee{regs->pc, regs->sp, regs->fp, std::nullopt};
+        if (regs->has_ra != 0) callee.ra = regs->ra;
+        CallbackMemory fallback(read);
+        sfunwind::WindowMemory memory(window_addr, std::span<const std::uint8_t>(window, window_size), &fallback);
+        CallbackRegisters extra(reg);
+        const sfunwind::Row r = g::from_c(*row);
+        auto next = sfunwind::step(r, m->section->abi(), callee, topmost != 0, memory, &extra);
+        if (!next) return fail(next.error());
+        *out = {};
+        out->pc = next->caller.pc;
+        out->sp = next->caller.sp;
+        out->fp = next->caller.fp;
+        out->cfa = next->cfa;
+        out->fp_restored = next->fp_restored ? 1U : 0U;
+        out->fallback_reads = memory.fallback_reads();
+        g::table().record_caller(out->pc, out->sp, r.signal_frame);
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg) {
+    callbacks().read = read;
+    callbacks().reg = reg;
+}
+
+int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, const uint8_t* window, size_t window_size,
+                        struct sfunwind_gdb_unwind_result* out) {
+    try {
+        if (frame == nullptr || out == nullptr) return fail_argument("null argument");
+        if (window == nullptr && window_size != 0) return fail_argument("window without bytes");
+        g::FrameInput in;
+        in.pc = frame->pc;
+        in.sp = frame->sp;
+        if (frame->has_fp != 0) in.fp = frame->fp;
+        if (frame->has_ra != 0) in.ra = frame->ra;
+        in.level = frame->level;
+        CallbackMemory target(callbacks().read);
+        CallbackRegisters registers(callbacks().reg);
+        auto done = g::unwind_frame(g::table(), in, frame->window_addr,
+                                    std::span<const std::uint8_t>(window, window_size), target, registers);
+        if (!done) return fail(done.error());
+        *out = {};
+        out->pc = done->step.caller.pc;
+        out->sp = done->step.caller.sp;
+        out->fp = done->step.caller.fp;
+        out->cfa = done->step.cfa;
+        out->func_start = done->found.row.func_start + done->found.bias;
+        out->module = done->found.module;
+        out->topmost = done->topmost ? 1U : 0U;
+        out->fp_restored = done->step.fp_restored ? 1U : 0U;
+        out->fallback_reads = done->fallback_reads;
+        sfunwind_gdb_row row{};
+        g::to_c(done->found, row);
+        out->row_flags = row.flags;
+        out->window_reg = done->plan.base_reg;
+        out->needs_fp = done->needs_fp ? 1U : 0U;
+        out->window_size = done->plan.size;
+        out->window_offset = done->plan.offset;
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+void sfunwind_gdb_new_stop(void) { g::table().new_stop(); }
+
+void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp) { g::table().set_topmost(pc, sp); }
+
+} // extern "C"

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// The modules GDB's side of sfunwind knows (each an SFrame section and where
+// it is loaded), and which frames the unwinder itself produced. One table per
+// process: the Python unwinder and the JIT reader both read it.
+#pragma once
+
+#include "sfunwind/elf/elf_file.hpp"
+#include "sfunwind/error.hpp"
+#include "sfunwind/row.hpp"
+#include "sfunwind/sframe/section.hpp"
+#include "sfunwind/unwind/module_set.hpp"
+#include "sfunwind/unwind/step.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sfunwind::gdb {
+
+struct OpenModule {
+    std::string name;
+    std::shared_ptr<const void> owner;              // keeps the section's bytes alive
+    std::shared_ptr<const sframe::Section> section;
+    const elf::ElfFile* elf = nullptr;              // null for modules opened from bytes
+    std::uint64_t text_begin = 0;                   // link-time range the FDEs cover
+    std::uint64_t text_end = 0;
+    bool placed = false;
+    std::uint64_t bias = 0;
+};
+
+// A row found for a run-time PC, with the module it came from.
+struct FoundRow {
+    Row row;                  // link-time addresses
+    std::int32_t module = -1;
+    std::uint64_t bias = 0;
+    const Abi* abi = nullptr;
+};
+
+// How a frame's row is looked up (sfunwind::lookup_pc): the topmost frame
+// and a frame a signal interrupted are at their exact PC with every register
+// live; a caller's PC is a return address, looked up at PC - 1.
+struct FrameLookup {
+    FoundRow found;
+    bool topmost = false;
+};
+
+class ModuleTable {
+public:
+    Expected<std::int32_t> open_file(const std::string& path);
+    Expected<std::int32_t> open_bytes(std::span<const std::uint8_t> bytes, std::uint64_t vaddr, std::string name);
+    const OpenModule* get(std::int32_t id) const noexcept;
+    Status place(std::int32_t id, std::uint64_t bias);
+    Status unplace(std::int32_t id);
+    void reset();
+
+    // The placed module covering a run-time PC, or -1.
+    std::int32_t module_at(std::uint64_t pc) const noexcept;
+    // The ABI of the placed modules (the first one's), if any is placed.
+    const Abi* abi() const noexcept;
+    Expected<FoundRow> lookup(std::uint64_t pc) const;
+
+    // Chooses between pc and pc - 1 for a frame with registers (pc, sp) at
+    // GDB frame level `level` (-1: unknown). See module_table.cpp.
+    Expected<FrameLookup> lookup_frame(std::uint64_t pc, std::uint64_t sp, std::int32_t level) const;
+
+    // Records the caller frame a step produced, so that it is looked up as a
+    // caller when GDB asks to unwind it (`interrupted`: the row was a signal
+    // frame, so the caller's registers are all live).
+    void record_caller(std::uint64_t pc, std::uint64_t sp, bool interrupted);
+    // Forgets the recorded frames: the inferior ran, so a recorded (pc, sp)
+    // may now be a topmost frame.
+    void new_stop() noexcept;
+    void set_topmost(std::uint64_t pc, std::uint64_t sp) noexcept;
+
+private:
+    Expected<std::int32_t> add(OpenModule module);
+    void rebuild();
+
+    struct FrameKey {
+        std::uint64_t pc;
+        std::uint64_t sp;
+        bool operator==(const FrameKey&) const = default;
+    };
+    struct FrameKeyHash {
+        std::size_t operator()(const FrameKey& k) const noexcept {
+            return std::hash<std::uint64_t>{}(k.pc * 0x9e3779b97f4a7c15ULL ^ k.sp);
+        }
+    };
+
+    std::vector<OpenModule> modules_;                // index = module id
+    ModuleSet placed_;
+    std::unordered_map<const sframe::Section*, std::int32_t> ids_;
+    std::unordered_map<FrameKey, bool, FrameKeyHash> callers_;
+    std::optional<FrameKey> topmost_;
+};
+
+// The table of this process (GDB's).
+ModuleTable& table();
+
+} // namespace sfunwind::gdb

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/* The C interface of libsfunwind_gdb.so: what GDB's Python side (through
+ * ctypes) and GDB's JIT reader interface share. The library holds one table
+ * of modules (an executable or shared library's SFrame section and its load
+ * bias); Python fills it, and both unwind paths read it:
+ *   - the Python unwinder calls sfunwind_gdb_lookup() and sfunwind_gdb_step()
+ *     for each frame;
+ *   - after `jit-reader-load` of this same file, GDB calls the reader entry
+ *     points (jit_reader.cpp) for each frame, without Python.
+ * GDB loads the file once (dlopen of the same path returns the same handle),
+ * so the table is shared.
+ *
+ * Plain C types only, so that one binary serves every Python version ctypes
+ * runs in (GDB 13: Python 3.11; GDB 18: Python 3.14). All calls are made from
+ * GDB's main thread; the library is not thread-safe.
+ *
+ * Return codes: 0 on success, otherwise an sfunwind_gdb_status value;
+ * sfunwind_gdb_last_error() then describes the failure. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped when a struct or a signature changes; Python refuses a mismatch. */
+enum { SFUNWIND_GDB_API_VERSION = 1 };
+
+/* The values of sfunwind::Errc + 1 (0 is success). */
+enum sfunwind_gdb_status {
+    SFUNWIND_GDB_OK = 0,
+    SFUNWIND_GDB_TRUNCATED = 1,
+    SFUNWIND_GDB_BAD_MAGIC = 2,
+    SFUNWIND_GDB_UNSUPPORTED = 3,
+    SFUNWIND_GDB_MALFORMED = 4,
+    SFUNWIND_GDB_NOT_FOUND = 5,
+    SFUNWIND_GDB_MEMORY_UNREADABLE = 6,
+    SFUNWIND_GDB_BAD_FRAME = 7,
+    SFUNWIND_GDB_UNSAFE_RULE = 8,
+    SFUNWIND_GDB_IO = 9,
+    SFUNWIND_GDB_OUTERMOST = 10,
+    SFUNWIND_GDB_BAD_ARGUMENT = 11
+};
+
+/* A register rule (sfunwind::RegRule). kind: 0 undefined, 1 same value,
+ * 2 at CFA+offset, 3 CFA+offset, 4 at reg+offset, 5 reg+offset. */
+struct sfunwind_gdb_rule {
+    uint8_t kind;
+    uint8_t source; /* 0 FRE, 1 header, 2 padding, 3 absent */
+    uint16_t reg;
+    int32_t offset;
+};
+
+enum sfunwind_gdb_row_flags {
+    SFUNWIND_GDB_ROW_SIGNAL = 1,
+    SFUNWIND_GDB_ROW_MANGLED_RA = 2,
+    SFUNWIND_GDB_ROW_PAUTH_KEY_B = 4,
+    SFUNWIND_GDB_ROW_OUTERMOST = 8,
+    SFUNWIND_GDB_ROW_PC_MASK = 16,
+    SFUNWIND_GDB_ROW_TOPMOST_ONLY = 32
+};
+
+/* A row (sfunwind::Row) with its addresses at run time (link-time + bias),
+ * plus the stack window its step reads (sfunwind::plan_reads). */
+struct sfunwind_gdb_row {
+    uint64_t pc_begin;
+    uint64_t pc_end;
+    uint64_t func_start;
+    uint32_t func_size;
+    uint32_t fde_index;
+    uint32_t fre_index;
+    int32_t module;          /* module id */
+    uint16_t cfa_reg;
+    uint8_t cfa_deref;
+    uint8_t reserved;
+    int32_t cfa_offset;
+    struct sfunwind_gdb_rule ra;
+    struct sfunwind_gdb_rule fp;
+    uint32_t flags;          /* sfunwind_gdb_row_flags */
+    /* Window: [value of window_reg + window_offset, + window_size). */
+    uint16_t window_reg;
+    uint16_t reserved2;
+    uint32_t window_size;
+    int64_t window_offset;
+};
+
+/* The registers a step needs. has_ra: ra holds the link register (AArch64
+ * x30, s390x r14), known in the topmost frame only. */
+struct sfunwind_gdb_regs {
+    uint64_t pc;
+    uint64_t sp;
+    uint64_t fp;
+    uint64_t ra;
+    uint32_t has_ra;
+    uint32_t reserved;
+};
+
+struct sfunwind_gdb_step_result {
+    uint64_t pc;             /* caller's PC (PAC bits stripped) */
+    uint64_t sp;
+    uint64_t fp;
+    uint64_t cfa;
+    uint32_t fp_restored;    /* the FP came from the stack */
+    uint32_t fallback_reads; /* reads the window did not cover */
+};
+
+/* Fills `len` bytes at `buf` from target address `addr`; returns 1 on
+ * success, 0 if any byte is unreadable. */
+typedef int (*sfunwind_gdb_read_fn)(uint64_t addr, void* buf, size_t len);
+/* Stores the value of DWARF register `reg` in *value; returns 1 if known. */
+typedef int (*sfunwind_gdb_reg_fn)(uint32_t reg, uint64_t* value);
+
+struct sfunwind_gdb_module_info {
+    uint32_t version;        /* SFrame version */
+    uint32_t abi_arch;       /* sfh_abi_arch */
+    uint32_t flags;          /* sfh_flags */
+    uint32_t num_fdes;
+    uint32_t num_fres;
+    uint32_t placed;         /* sfunwind_gdb_place() was called */
+    uint64_t section_vaddr;  /* link-time address of the section */
+    uint64_t section_size;   /* bytes used */
+    uint64_t text_begin;     /* link-time [begin, end) the FDEs cover */
+    uint64_t text_end;
+    uint64_t bias;           /* run time - link time, once placed */
+    uint16_t sp_reg;         /* DWARF numbers of the ABI's SP, FP, RA */
+    uint16_t fp_reg;
+    uint16_t ra_reg;
+    uint16_t ra_in_register; /* the ABI has a link register */
+    int32_t sp_from_cfa;     /* caller SP = CFA + this */
+    uint32_t reserved;
+};
+
+int sfunwind_gdb_api_version(void);
+/* The message of the last failed call (empty if none). Valid until the next call. */
+const char* sfunwind_gdb_last_error(void);
+
+/* Opens the SFrame section of an ELF file (by name, section type, or
+ * PT_GNU_SFRAME). Returns a module id >= 0, or -1. */
+int32_t sfunwind_gdb_open_file(const char* path);
+/* A module from the bytes of a section read elsewhere (a remote target's
+ * memory, a separate file); `vaddr` is the address the bytes are at, in the
+ * same terms as the PCs later looked up with bias 0. The bytes are copied. */
+int32_t sfunwind_gdb_open_bytes(const uint8_t* bytes, size_t size, uint64_t vaddr, const char* name);
+int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info* out);
+/* Link-time address of a named ELF section of a module opened from a file
+ * (for load bias computations); NOT_FOUND if there is none. */
+int sfunwind_gdb_section_vaddr(int32_t module, const char* name, uint64_t* out);
+/* Makes the module answer lookups for PCs in its FDE range + bias. */
+int sfunwind_gdb_place(int32_t module, uint64_t bias);
+/* Stops lookups in the module (it stays open and can be placed again). */
+int sfunwind_gdb_unplace(int32_t module);
+/* Closes every module (ids are not reused). */
+void sfunwind_gdb_reset(void);
+/* The id of the placed module covering run-time `pc`, or -1. */
+int32_t sfunwind_gdb_module_at(uint64_t pc);
+
+/* The row for run-time `pc` (already pc - 1 for a return address). */
+int sfunwind_gdb_lookup(uint64_t pc, struct sfunwind_gdb_row* out);
+/* The row for a frame whose registers are (pc, sp), at GDB frame level
+ * `level` (-1 when unknown): decides whether pc is exact (the topmost frame,
+ * a frame a signal interrupted) or a return address (looked up at pc - 1),
+ * from the level, the frames sfunwind_gdb_step() produced since the last
+ * sfunwind_gdb_new_stop(), and the rows (see module_table.cpp). *topmost
+ * receives 1 when the frame's registers are all live (pass it to step). */
+int sfunwind_gdb_lookup_frame(uint64_t pc, uint64_t sp, int32_t level, struct sfunwind_gdb_row* out, int* topmost);
+/* "CFA=rsp+16 RA=[CFA-8] FP=u" for a row. Returns the length written. */
+size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size_t size);
+/* One step (sfunwind::step): the caller's registers from this frame's and
+ * the row, and records the caller for sfunwind_gdb_lookup_frame(). `window` holds `window_size` bytes of target memory at
+ * `window_addr` (may be empty); other reads go to `read` (may be null).
+ * Registers a rule names beyond pc/sp/fp/ra come from `reg` (may be null),
+ * in the topmost frame only. Returns OUTERMOST at the end of the stack. */
+int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_gdb_regs* regs, int topmost,
+                      uint64_t window_addr, const uint8_t* window, size_t window_size, sfunwind_gdb_read_fn read,
+                      sfunwind_gdb_reg_fn reg, struct sfunwind_gdb_step_result* out);
+
+/* A frame as GDB's Python unwinder sees it. */
+struct sfunwind_gdb_frame {
+    uint64_t pc;
+    uint64_t sp;
+    uint64_t fp;             /* if has_fp */
+    uint64_t ra;             /* the link register, if has_ra */
+    uint32_t has_fp;
+    uint32_t has_ra;
+    int32_t level;           /* GDB's frame level, -1 if unknown */
+    uint32_t reserved;
+    uint64_t window_addr;    /* where the prefetched window starts */
+};
+
+struct sfunwind_gdb_unwind_result {
+    uint64_t pc;             /* the caller's registers (PAC bits stripped) */
+    uint64_t sp;
+    uint64_t fp;
+    uint64_t cfa;
+    uint64_t func_start;     /* run time: with cfa, the frame's id */
+    int32_t module;
+    uint32_t topmost;        /* the frame was looked up at its exact pc */
+    uint32_t fp_restored;
+    uint32_t fallback_reads; /* reads neither window served */
+    uint32_t row_flags;      /* sfunwind_gdb_row_flags */
+    /* The window the row's step reads, [value of window_reg + window_offset,
+     * + window_size): prefetch it when this pc comes again. */
+    uint16_t window_reg;
+    uint16_t needs_fp;       /* the row's rules read the FP's value */
+    uint32_t window_size;
+    int64_t window_offset;
+};
+
+/* Where sfunwind_gdb_unwind() reads memory and registers it was not given. */
+void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg);
+/* One frame in one call: sfunwind_gdb_lookup_frame(), then the step with
+ * `window` (window_size bytes at frame->window_addr; may be empty). If the
+ * row's window is not inside it, that window is read through the read
+ * callback in one request. The link register (if the frame is topmost and
+ * has_ra is 0) and the FP (if the rules read it and has_fp is 0) come from
+ * the register callback. Without has_fp, out->fp is meaningful only when
+ * out->fp_restored: otherwise the caller's FP is the frame's own, which the
+ * caller of this function already holds (GDB's Python API charges for
+ * every register value converted to a number). */
+int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, const uint8_t* window, size_t window_size,
+                        struct sfunwind_gdb_unwind_result* out);
+
+/* The native (JIT reader) path's bookkeeping. */
+struct sfunwind_gdb_native_stats {
+    uint64_t frames_unwound;  /* unwind calls that succeeded */
+    uint64_t frames_declined; /* PCs outside every module */
+    uint64_t failures;        /* PCs in a module that could not be stepped */
+    uint64_t frame_ids;
+};
+void sfunwind_gdb_get_native_stats(struct sfunwind_gdb_native_stats* out);
+/* Whether the JIT reader unwinds (it declines every frame when off). */
+void sfunwind_gdb_native_enable(int on);
+/* Forget which frames the steps produced (call when the inferior resumes:
+ * a recorded pc/sp may then be a new topmost frame). */
+void sfunwind_gdb_new_stop(void);
+/* The topmost frame of the thread being unwound, when Python knows it. */
+void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: MIT
+"""sfunwind for GDB: unwinds frames from SFrame sections.
+
+Load with `source /path/to/gdb-python/sfunwind.py` (or, with this directory
+on sys.path, `python import sfunwind_gdb; sfunwind_gdb.install()`). Then
+`help sframe` lists the commands. See gdb-python/README.md."""
+
+import gdb
+
+from . import arch as arch_mod
+from . import native
+from .modules import Registry
+from .unwinder import Engine, SframeUnwinder
+
+PATH_PYTHON = "python"
+PATH_NATIVE = "native"
+PATH_OFF = "off"
+
+
+class Session:
+    """Everything sfunwind keeps in one GDB process."""
+
+    def __init__(self, lib):
+        self.lib = lib
+        self.registry = Registry(lib)
+        self.engine = Engine(lib)
+        self.path = PATH_PYTHON
+        self.jit_loaded = False
+        self.scan_error = None
+
+    # -- objfiles ----------------------------------------------------------
+    def _register_unwinder(self, objfile, module):
+        unwinder = SframeUnwinder(self.engine, module)
+        gdb.unwinder.register_unwinder(objfile, unwinder, replace=True)
+        return unwinder
+
+    def rescan(self):
+        try:
+            added = self.registry.scan(self._register_unwinder)
+            self.scan_error = None
+        except gdb.error as e:
+            # No `info files` yet (no program): nothing to unwind.
+            self.scan_error = str(e)
+            return []
+        if added:
+            gdb.invalidate_cached_frames()
+        return added
+
+    # -- paths ---------------------------------------------------------------
+    def set_path(self, path):
+        """Switches between the Python unwinder, the JIT reader and neither.
+        The JIT reader is loaded only while the native path is on: GDB tries
+        a loaded reader on every frame, ahead of its DWARF unwinders."""
+        if path == PATH_NATIVE and not self.jit_loaded:
+            gdb.execute("jit-reader-load %s" % self.lib.path, to_string=True)
+            self.jit_loaded = True
+        elif path != PATH_NATIVE and self.jit_loaded:
+            gdb.execute("jit-reader-unload", to_string=True)
+            self.jit_loaded = False
+        self.lib.native_enable(1 if path == PATH_NATIVE else 0)
+        self.engine.active = path == PATH_PYTHON
+        self.path = path
+        self.engine.new_stop()
+        gdb.invalidate_cached_frames()
+
+    # -- events --------------------------------------------------------------
+    def on_new_objfile(self, event):
+        self.engine.forget_arch()
+        self.rescan()
+
+    def on_clear_objfiles(self, event):
+        self.registry.clear()
+        self.engine.forget_arch()
+        self.engine.new_stop()
+
+    def on_free_objfile(self, event):
+        objfile = getattr(event, "objfile", None)
+        if objfile is not None and objfile.filename:
+            self.registry.forget(objfile.filename)
+
+    def on_resume(self, event):
+        # A (pc, sp) recorded as a caller may be the next stop's topmost frame.
+        self.engine.new_stop()
+
+    def on_stop(self, event):
+        if self.path != PATH_NATIVE:
+            return
+        # The JIT reader interface has no frame level: tell the library which
+        # frame is the topmost one, then let GDB unwind again with it.
+        try:
+            frame = gdb.newest_frame()
+            regs = arch_mod.for_arch(frame.architecture().name())
+            if regs is None:
+                return
+            sp = int(frame.read_register(regs.sp)) & 0xFFFFFFFFFFFFFFFF
+            self.lib.new_stop()
+            self.lib.set_topmost(frame.pc(), sp)
+            gdb.invalidate_cached_frames()
+        except gdb.error:
+            pass
+
+
+_session = None
+
+
+def session():
+    """The Session, or None before install()."""
+    return _session
+
+
+def install(library=None):
+    """Loads the library, registers the event handlers and commands, and the
+    unwinder for every objfile with SFrame. Idempotent."""
+    global _session
+    if _session is not None:
+        return _session
+    lib = native.Library(library)
+    s = Session(lib)
+    events = gdb.events
+    events.new_objfile.connect(s.on_new_objfile)
+    events.clear_objfiles.connect(s.on_clear_objfiles)
+    if hasattr(events, "free_objfile"):
+        events.free_objfile.connect(s.on_free_objfile)
+    events.cont.connect(s.on_resume)
+    events.inferior_call.connect(s.on_resume)
+    events.memory_changed.connect(s.on_resume)
+    events.register_changed.connect(s.on_resume)
+    events.stop.connect(s.on_stop)
+    _session = s
+    from . import commands
+    commands.register(s)
+    s.rescan()
+    return s

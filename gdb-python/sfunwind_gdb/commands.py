@@ -1,0 +1,187 @@
+# SPDX-License-Identifier: MIT
+"""The `sframe` commands."""
+
+import gdb
+
+from . import PATH_NATIVE, PATH_OFF, PATH_PYTHON
+from . import compare as compare_mod
+from . import native
+
+_VERSION_NAMES = {1: "v1", 2: "v2", 3: "v3"}
+_ABI_NAMES = {1: "aarch64-be", 2: "aarch64", 3: "amd64", 4: "s390x"}
+
+
+def _flags(flags):
+    names = []
+    for bit, name in ((1, "SORTED"), (2, "FRAME_POINTER"), (4, "PCREL")):
+        if flags & bit:
+            names.append(name)
+    return "|".join(names) or "none"
+
+
+class SframePrefix(gdb.Command):
+    """Unwind with SFrame (.sframe sections) in GDB.
+
+sframe status            modules with SFrame, the active path, frames unwound
+sframe enable [python|native]
+                         unwind with SFrame: through the Python unwinder
+                         (default) or GDB's JIT reader interface (native)
+sframe disable           leave unwinding to GDB's own unwinders
+sframe compare [N]       the current stop unwound by SFrame and by GDB's CFI
+                         unwinder, frame by frame (at most N frames, 256)
+sframe row ADDR          the SFrame row and rules at an address"""
+
+    def __init__(self):
+        super().__init__("sframe", gdb.COMMAND_STACK, gdb.COMPLETE_NONE, True)
+
+
+class StatusCommand(gdb.Command):
+    """Show the objfiles with SFrame, which unwinding path is active, and how
+many frames each path unwound.
+
+Usage: sframe status"""
+
+    def __init__(self, session):
+        super().__init__("sframe status", gdb.COMMAND_STACK)
+        self.session = session
+
+    def invoke(self, arg, from_tty):
+        s = self.session
+        s.rescan()
+        lines = ["active path: %s" % s.path]
+        lines.append("library: %s" % s.lib.path)
+        if not s.registry.modules:
+            lines.append("no objfile with SFrame")
+        for module in sorted(s.registry.modules.values(), key=lambda m: m.filename):
+            info = module.info
+            where = "not placed (%s)" % module.error if module.bias is None else "bias 0x%x, [0x%x, 0x%x)" % (
+                module.bias, *module.runtime_range)
+            lines.append("  %s: SFrame %s %s, %d FDEs, %d FREs, flags %s, from %s; %s" % (
+                module.filename, _VERSION_NAMES.get(info.version, str(info.version)),
+                _ABI_NAMES.get(info.abi_arch, str(info.abi_arch)), info.num_fdes, info.num_fres,
+                _flags(info.flags), module.source, where))
+        for name, err in sorted(s.registry.errors.items()):
+            lines.append("  %s: SFrame not usable: %s" % (name, err))
+        c = s.engine.counters
+        lines.append("python path: %d frames unwound, %d ended the stack, %d failures" % (
+            c.frames, c.outermost, c.failures))
+        if c.last_failure:
+            lines.append("  last failure: %s" % c.last_failure)
+        n = s.lib.native_stats()
+        lines.append("native path (JIT reader %s): %d frames unwound, %d declined, %d failures" % (
+            "loaded" if s.jit_loaded else "not loaded", n.frames_unwound, n.frames_declined, n.failures))
+        gdb.write("\n".join(lines) + "\n")
+
+
+class EnableCommand(gdb.Command):
+    """Unwind frames with SFrame.
+
+Usage: sframe enable [python|native]
+python (the default) uses the Python unwinder; native loads this library as
+GDB's JIT reader (jit-reader-load) and unwinds without Python per frame."""
+
+    def __init__(self, session):
+        super().__init__("sframe enable", gdb.COMMAND_STACK)
+        self.session = session
+
+    def complete(self, text, word):
+        return [p for p in (PATH_PYTHON, PATH_NATIVE) if p.startswith(word or "")]
+
+    def invoke(self, arg, from_tty):
+        arg = (arg or "").strip() or PATH_PYTHON
+        if arg not in (PATH_PYTHON, PATH_NATIVE):
+            raise gdb.GdbError("sframe enable: expected python or native, got %r" % arg)
+        if arg == PATH_NATIVE and not self.session.lib.has_jit_reader:
+            raise gdb.GdbError("sframe enable: %s has no JIT reader entry points" % self.session.lib.path)
+        self.session.set_path(arg)
+
+
+class DisableCommand(gdb.Command):
+    """Stop unwinding with SFrame: GDB's own unwinders take every frame.
+
+Usage: sframe disable"""
+
+    def __init__(self, session):
+        super().__init__("sframe disable", gdb.COMMAND_STACK)
+        self.session = session
+
+    def invoke(self, arg, from_tty):
+        self.session.set_path(PATH_OFF)
+
+
+class RowCommand(gdb.Command):
+    """Show the SFrame row that covers an address: the module, the function
+(FDE), the row (FRE) and its rules.
+
+Usage: sframe row ADDR
+ADDR is an expression (a function name, $pc, *0x401000). For a caller
+frame's return address, the unwinder uses ADDR - 1."""
+
+    def __init__(self, session):
+        super().__init__("sframe row", gdb.COMMAND_STACK, gdb.COMPLETE_EXPRESSION)
+        self.session = session
+
+    def invoke(self, arg, from_tty):
+        if not arg or not arg.strip():
+            raise gdb.GdbError("sframe row: an address is needed")
+        s = self.session
+        s.rescan()
+        value = gdb.parse_and_eval(arg)
+        if value.type.strip_typedefs().code == gdb.TYPE_CODE_FUNC:
+            value = value.address
+        addr = int(value.cast(gdb.lookup_type("unsigned long"))) & 0xFFFFFFFFFFFFFFFF
+        try:
+            row = s.lib.lookup(addr)
+        except native.NativeError as e:
+            raise gdb.GdbError("sframe row: %s" % e)
+        module = next((m for m in s.registry.modules.values() if m.id == row.module), None)
+        sym = gdb.current_progspace().block_for_pc(row.func_start)
+        name = sym.function.print_name if sym is not None and sym.function is not None else None
+        flags = []
+        for bit, label in ((native.ROW_SIGNAL, "signal frame"), (native.ROW_MANGLED_RA, "RA signed"),
+                           (native.ROW_PAUTH_KEY_B, "key B"), (native.ROW_OUTERMOST, "outermost"),
+                           (native.ROW_PC_MASK, "PC-mask FDE"),
+                           (native.ROW_TOPMOST_ONLY, "register rules: topmost frame only")):
+            if row.flags & bit:
+                flags.append(label)
+        lines = [
+            "0x%x in %s" % (addr, module.filename if module else "module %d" % row.module),
+            "  FDE %d: function 0x%x%s, %d bytes" % (
+                row.fde_index, row.func_start, " (%s)" % name if name else "", row.func_size),
+            "  FRE %d: [0x%x, 0x%x)" % (row.fre_index, row.pc_begin, row.pc_end),
+            "  %s" % s.lib.describe(row),
+        ]
+        if flags:
+            lines.append("  " + ", ".join(flags))
+        gdb.write("\n".join(lines) + "\n")
+
+
+class CompareCommand(gdb.Command):
+    """Unwind the current stop with SFrame and with GDB's DWARF CFI unwinder,
+and show both frame by frame (pc, CFA, sp, fp), with the first divergence
+explained. Frames in objfiles without SFrame (libc) are GDB's in both walks.
+
+Usage: sframe compare [N]     (at most N frames, default 256)"""
+
+    def __init__(self, session):
+        super().__init__("sframe compare", gdb.COMMAND_STACK)
+        self.session = session
+
+    def invoke(self, arg, from_tty):
+        limit = 256
+        if arg and arg.strip():
+            try:
+                limit = int(gdb.parse_and_eval(arg))
+            except (gdb.error, ValueError):
+                raise gdb.GdbError("sframe compare: N must be a number")
+        self.session.rescan()
+        gdb.write(compare_mod.report(self.session, limit) + "\n")
+
+
+def register(session):
+    SframePrefix()
+    StatusCommand(session)
+    EnableCommand(session)
+    DisableCommand(session)
+    RowCommand(session)
+    CompareCommand(session)

@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: MIT
+"""`sframe compare`: the current stop unwound twice, once with SFrame and
+once with GDB's own (DWARF CFI) unwinders, frame by frame."""
+
+import re
+
+import gdb
+
+from . import arch as arch_mod
+
+_FRAME_ID_STACK = re.compile(r"stack=(0x[0-9a-fA-F]+)")
+FIELDS = ("pc", "cfa", "sp", "fp")
+
+
+class FrameRecord:
+    """One frame as GDB shows it: pc, CFA (the frame id's stack address,
+    `info frame`'s "frame at"), sp, fp; None for what GDB cannot tell."""
+
+    __slots__ = ("level", "function", "pc", "cfa", "sp", "fp", "sframe")
+
+    def __init__(self, level, function, pc, cfa, sp, fp, sframe):
+        self.level = level
+        self.function = function
+        self.pc = pc
+        self.cfa = cfa
+        self.sp = sp
+        self.fp = fp
+        # The frame's PC (PC - 1 for a return address) is in a module with
+        # SFrame: in the SFrame walk, this frame's CFA and its caller's
+        # registers came from SFrame.
+        self.sframe = sframe
+
+    def values(self):
+        return tuple(getattr(self, f) for f in FIELDS)
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+def _register(frame, name):
+    try:
+        value = frame.read_register(name)
+        if value.is_optimized_out:
+            return None
+        return int(value) & 0xFFFFFFFFFFFFFFFF
+    except (gdb.error, ValueError):
+        return None
+
+
+def _cfa(frame):
+    """The frame id's stack address (the CFA for DWARF and SFrame frames),
+    from `maint print frame-id` (GDB 12 and later) on the selected frame:
+    `info frame` would also print the saved registers, which costs GDB time
+    in proportion to the frame's level with DWARF frames and fails on some
+    targets (GDB 18 with qemu's SVE registers)."""
+    try:
+        frame.select()
+        text = gdb.execute("maint print frame-id", to_string=True)
+    except gdb.error:
+        return None
+    m = _FRAME_ID_STACK.search(text)
+    return int(m.group(1), 16) if m else None
+
+
+# Caller's SP = CFA + this (the ABI's; s390x keeps a 160-byte register save
+# area above the SP).
+_SP_FROM_CFA = {"s390:64-bit": -160}
+
+
+def walk(lib, limit=256, exact_cfa_frames=1024):
+    """The frames of the current stop with the unwinders now active, and
+    the reason the walk ended.
+
+    The CFA is the frame id's stack address for the first
+    `exact_cfa_frames` frames; deeper (and where GDB cannot print the id),
+    it is derived from the caller's SP (CFA = caller's SP - the ABI's
+    offset), which keeps a 10,000-frame walk to seconds."""
+    records = []
+    try:
+        frame = gdb.newest_frame()
+    except gdb.error as e:
+        return records, str(e)
+    arch = frame.architecture().name()
+    regs = arch_mod.for_arch(arch)
+    if regs is None:
+        return records, "architecture %s has no SFrame ABI" % arch
+    stop = ""
+    while frame is not None and len(records) < limit:
+        pc = frame.pc()
+        level = frame.level()
+        lookup = pc if level == 0 or frame.type() != gdb.NORMAL_FRAME else pc - 1
+        sframe = lib.module_at(pc) >= 0 or lib.module_at(lookup) >= 0
+        cfa = _cfa(frame) if len(records) < exact_cfa_frames else None
+        records.append(FrameRecord(level, frame.name(), pc, cfa, _register(frame, regs.sp),
+                                   _register(frame, regs.fp), sframe))
+        try:
+            older = frame.older()
+        except gdb.error as e:
+            stop = str(e)
+            break
+        if older is None:
+            stop = gdb.frame_stop_reason_string(frame.unwind_stop_reason())
+        frame = older
+    if frame is not None and len(records) >= limit:
+        stop = "limit of %d frames" % limit
+    offset = _SP_FROM_CFA.get(arch, 0)
+    for i in range(len(records) - 1):
+        caller_sp = records[i + 1].sp
+        if records[i].cfa is None and caller_sp is not None:
+            records[i].cfa = (caller_sp - offset) & 0xFFFFFFFFFFFFFFFF
+    return records, stop
+
+
+def walk_both(session, limit=256, exact_cfa_frames=1024):
+    """(SFrame frames, stop reason), (CFI frames, stop reason): the same stop
+    walked with SFrame (the active path, or Python when sfunwind is off) and
+    with GDB's own unwinders. The selected frame and the path are restored."""
+    from . import PATH_OFF, PATH_PYTHON
+    try:
+        selected_level = gdb.selected_frame().level()
+    except gdb.error:
+        selected_level = 0
+    saved = session.path
+    try:
+        session.set_path(PATH_PYTHON if saved == PATH_OFF else saved)
+        sframe = walk(session.lib, limit, exact_cfa_frames)
+        session.set_path(PATH_OFF)
+        cfi = walk(session.lib, limit, exact_cfa_frames)
+    finally:
+        session.set_path(saved)
+        try:
+            frame = gdb.newest_frame()
+            for _ in range(selected_level):
+                older = frame.older()
+                if older is None:
+                    break
+                frame = older
+            frame.select()
+        except gdb.error:
+            pass
+    return sframe, cfi
+
+
+def first_divergence(sframe, cfi):
+    """Index of the first frame whose (pc, CFA, sp, fp) differ, or whose
+    counterpart is missing; None when the walks are equal."""
+    for i in range(max(len(sframe), len(cfi))):
+        if i >= len(sframe) or i >= len(cfi):
+            return i
+        if sframe[i].values() != cfi[i].values():
+            return i
+    return None
+
+
+def explain(session, sframe, cfi, index):
+    """Why the walks part at frame `index`: the fields, and what unwound the
+    frames involved."""
+    lines = []
+    if index >= len(sframe) or index >= len(cfi):
+        longer, shorter = ("CFI", "SFrame") if index >= len(sframe) else ("SFrame", "CFI")
+        lines.append("the %s walk ends after %d frames; the %s walk goes on" % (shorter, index, longer))
+    else:
+        a, b = sframe[index], cfi[index]
+        diff = [f for f in FIELDS if getattr(a, f) != getattr(b, f)]
+        lines.append("frame #%d differs in %s" % (index, ", ".join(diff)))
+        if diff == ["cfa"]:
+            lines.append("  the CFA is this frame's own unwinder's: %s" %
+                         ("SFrame's row below" if a.sframe else "not SFrame (GDB's own unwinders)"))
+    if index == 0:
+        return lines
+    callee = sframe[index - 1] if index - 1 < len(sframe) else None
+    if callee is None:
+        return lines
+    if not callee.sframe:
+        lines.append("  frame #%d (%s, pc 0x%x) is in no module with SFrame: GDB's own unwinders unwound it "
+                     "in both walks" % (callee.level, callee.function or "??", callee.pc))
+        return lines
+    lookup = callee.pc if callee.level == 0 else callee.pc - 1
+    try:
+        row = session.lib.lookup(lookup)
+        lines.append("  frame #%d (%s) was unwound with the SFrame row at 0x%x: %s (FDE %d, FRE %d, "
+                     "[0x%x, 0x%x))" % (callee.level, callee.function or "??", lookup,
+                                         session.lib.describe(row), row.fde_index, row.fre_index,
+                                         row.pc_begin, row.pc_end))
+        if index < len(sframe) and index < len(cfi) and sframe[index].fp != cfi[index].fp:
+            lines.append("  SFrame restores the frame pointer only where the function saved it; CFI may "
+                         "track it in another register")
+    except Exception as e:  # noqa: BLE001 -- any lookup failure is the explanation
+        lines.append("  frame #%d: no SFrame row at 0x%x: %s" % (callee.level, lookup, e))
+    return lines
+
+
+def _fmt(value):
+    return "-" if value is None else "0x%x" % value
+
+
+def report(session, limit=256):
+    (sframe, sstop), (cfi, cstop) = walk_both(session, limit)
+    out = []
+    header = "%-4s %-24s %-18s %-18s %-18s %-18s" % ("#", "function", "pc", "CFA", "sp", "fp")
+    out.append(header)
+    for i in range(max(len(sframe), len(cfi))):
+        a = sframe[i] if i < len(sframe) else None
+        b = cfi[i] if i < len(cfi) else None
+        if a is not None and b is not None and a.values() == b.values():
+            out.append("%-4d %-24s %-18s %-18s %-18s %-18s =" % (
+                i, (a.function or "??")[:24], *(_fmt(v) for v in a.values())))
+            continue
+        for tag, r in (("sframe", a), ("cfi", b)):
+            if r is None:
+                out.append("%-4d %-24s (no frame)  [%s]" % (i, "", tag))
+            else:
+                out.append("%-4d %-24s %-18s %-18s %-18s %-18s [%s]" % (
+                    i, (r.function or "??")[:24], *(_fmt(v) for v in r.values()), tag))
+    out.append("SFrame walk: %d frames (%s); CFI walk: %d frames (%s)" % (len(sframe), sstop, len(cfi), cstop))
+    index = first_divergence(sframe, cfi)
+    if index is None:
+        out.append("the walks are equal")
+    else:
+        out.append("first divergence:")
+        out.extend(explain(session, sframe, cfi, index))
+    return "\n".join(out)

@@ -1,0 +1,268 @@
+# SPDX-License-Identifier: MIT
+"""ctypes binding of libsfunwind_gdb.so (gdb-python/native/sfunwind_gdb.h).
+
+ctypes needs no compilation against Python's headers, so one library serves
+every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
+
+import ctypes
+import os
+
+API_VERSION = 1
+
+# enum sfunwind_gdb_status
+OK = 0
+NOT_FOUND = 5
+MEMORY_UNREADABLE = 6
+OUTERMOST = 10
+
+# enum sfunwind_gdb_row_flags
+ROW_SIGNAL = 1
+ROW_MANGLED_RA = 2
+ROW_PAUTH_KEY_B = 4
+ROW_OUTERMOST = 8
+ROW_PC_MASK = 16
+ROW_TOPMOST_ONLY = 32
+
+# RegRule::Kind
+RULE_UNDEFINED, RULE_SAME, RULE_AT_CFA, RULE_VAL_CFA, RULE_AT_REG, RULE_VAL_REG = range(6)
+
+
+class Rule(ctypes.Structure):
+    _fields_ = [
+        ("kind", ctypes.c_uint8),
+        ("source", ctypes.c_uint8),
+        ("reg", ctypes.c_uint16),
+        ("offset", ctypes.c_int32),
+    ]
+
+
+class Row(ctypes.Structure):
+    _fields_ = [
+        ("pc_begin", ctypes.c_uint64),
+        ("pc_end", ctypes.c_uint64),
+        ("func_start", ctypes.c_uint64),
+        ("func_size", ctypes.c_uint32),
+        ("fde_index", ctypes.c_uint32),
+        ("fre_index", ctypes.c_uint32),
+        ("module", ctypes.c_int32),
+        ("cfa_reg", ctypes.c_uint16),
+        ("cfa_deref", ctypes.c_uint8),
+        ("reserved", ctypes.c_uint8),
+        ("cfa_offset", ctypes.c_int32),
+        ("ra", Rule),
+        ("fp", Rule),
+        ("flags", ctypes.c_uint32),
+        ("window_reg", ctypes.c_uint16),
+        ("reserved2", ctypes.c_uint16),
+        ("window_size", ctypes.c_uint32),
+        ("window_offset", ctypes.c_int64),
+    ]
+
+
+class Regs(ctypes.Structure):
+    _fields_ = [
+        ("pc", ctypes.c_uint64),
+        ("sp", ctypes.c_uint64),
+        ("fp", ctypes.c_uint64),
+        ("ra", ctypes.c_uint64),
+        ("has_ra", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+    ]
+
+
+class StepResult(ctypes.Structure):
+    _fields_ = [
+        ("pc", ctypes.c_uint64),
+        ("sp", ctypes.c_uint64),
+        ("fp", ctypes.c_uint64),
+        ("cfa", ctypes.c_uint64),
+        ("fp_restored", ctypes.c_uint32),
+        ("fallback_reads", ctypes.c_uint32),
+    ]
+
+
+class Frame(ctypes.Structure):
+    _fields_ = [
+        ("pc", ctypes.c_uint64),
+        ("sp", ctypes.c_uint64),
+        ("fp", ctypes.c_uint64),
+        ("ra", ctypes.c_uint64),
+        ("has_fp", ctypes.c_uint32),
+        ("has_ra", ctypes.c_uint32),
+        ("level", ctypes.c_int32),
+        ("reserved", ctypes.c_uint32),
+        ("window_addr", ctypes.c_uint64),
+    ]
+
+
+class UnwindResult(ctypes.Structure):
+    _fields_ = [
+        ("pc", ctypes.c_uint64),
+        ("sp", ctypes.c_uint64),
+        ("fp", ctypes.c_uint64),
+        ("cfa", ctypes.c_uint64),
+        ("func_start", ctypes.c_uint64),
+        ("module", ctypes.c_int32),
+        ("topmost", ctypes.c_uint32),
+        ("fp_restored", ctypes.c_uint32),
+        ("fallback_reads", ctypes.c_uint32),
+        ("row_flags", ctypes.c_uint32),
+        ("window_reg", ctypes.c_uint16),
+        ("needs_fp", ctypes.c_uint16),
+        ("window_size", ctypes.c_uint32),
+        ("window_offset", ctypes.c_int64),
+    ]
+
+
+class ModuleInfo(ctypes.Structure):
+    _fields_ = [
+        ("version", ctypes.c_uint32),
+        ("abi_arch", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("num_fdes", ctypes.c_uint32),
+        ("num_fres", ctypes.c_uint32),
+        ("placed", ctypes.c_uint32),
+        ("section_vaddr", ctypes.c_uint64),
+        ("section_size", ctypes.c_uint64),
+        ("text_begin", ctypes.c_uint64),
+        ("text_end", ctypes.c_uint64),
+        ("bias", ctypes.c_uint64),
+        ("sp_reg", ctypes.c_uint16),
+        ("fp_reg", ctypes.c_uint16),
+        ("ra_reg", ctypes.c_uint16),
+        ("ra_in_register", ctypes.c_uint16),
+        ("sp_from_cfa", ctypes.c_int32),
+        ("reserved", ctypes.c_uint32),
+    ]
+
+
+class NativeStats(ctypes.Structure):
+    _fields_ = [
+        ("frames_unwound", ctypes.c_uint64),
+        ("frames_declined", ctypes.c_uint64),
+        ("failures", ctypes.c_uint64),
+        ("frame_ids", ctypes.c_uint64),
+    ]
+
+
+READ_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t)
+REG_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64))
+
+
+class NativeError(Exception):
+    """A failed call: `status` is the sfunwind_gdb_status, str() the message."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def library_path():
+    """Where libsfunwind_gdb.so is: $SFUNWIND_GDB_LIBRARY (set by the build
+    tree's loader), else next to this package (an installed copy)."""
+    path = os.environ.get("SFUNWIND_GDB_LIBRARY")
+    if path:
+        return path
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.join(here, "libsfunwind_gdb.so")
+
+
+class Library:
+    """The loaded library, with argument types declared once."""
+
+    def __init__(self, path=None):
+        self.path = os.path.abspath(path or library_path())
+        lib = ctypes.CDLL(self.path)
+        self._lib = lib
+        u64, i32 = ctypes.c_uint64, ctypes.c_int32
+
+        def fn(name, res, *args):
+            f = getattr(lib, name)
+            f.restype = res
+            f.argtypes = list(args)
+            return f
+
+        fn("sfunwind_gdb_api_version", ctypes.c_int)
+        version = lib.sfunwind_gdb_api_version()
+        if version != API_VERSION:
+            raise NativeError(0, "%s has API version %d, this package needs %d" % (self.path, version, API_VERSION))
+        self._last_error = fn("sfunwind_gdb_last_error", ctypes.c_char_p)
+        self._open_file = fn("sfunwind_gdb_open_file", i32, ctypes.c_char_p)
+        self._open_bytes = fn("sfunwind_gdb_open_bytes", i32, ctypes.c_char_p, ctypes.c_size_t, u64, ctypes.c_char_p)
+        self._module_info = fn("sfunwind_gdb_get_module_info", ctypes.c_int, i32, ctypes.POINTER(ModuleInfo))
+        self._section_vaddr = fn("sfunwind_gdb_section_vaddr", ctypes.c_int, i32, ctypes.c_char_p,
+                                 ctypes.POINTER(u64))
+        self._place = fn("sfunwind_gdb_place", ctypes.c_int, i32, u64)
+        self._unplace = fn("sfunwind_gdb_unplace", ctypes.c_int, i32)
+        self.reset = fn("sfunwind_gdb_reset", None)
+        self.module_at = fn("sfunwind_gdb_module_at", i32, u64)
+        self._lookup = fn("sfunwind_gdb_lookup", ctypes.c_int, u64, ctypes.POINTER(Row))
+        self.lookup_frame_raw = fn("sfunwind_gdb_lookup_frame", ctypes.c_int, u64, u64, i32,
+                                   ctypes.POINTER(Row), ctypes.POINTER(ctypes.c_int))
+        self._describe = fn("sfunwind_gdb_describe", ctypes.c_size_t, ctypes.POINTER(Row), ctypes.c_char_p,
+                            ctypes.c_size_t)
+        self.step_raw = fn("sfunwind_gdb_step", ctypes.c_int, ctypes.POINTER(Row), ctypes.POINTER(Regs),
+                           ctypes.c_int, u64, ctypes.c_char_p, ctypes.c_size_t, READ_FN, REG_FN,
+                           ctypes.POINTER(StepResult))
+        self.set_callbacks = fn("sfunwind_gdb_set_callbacks", None, READ_FN, REG_FN)
+        # Addresses (ctypes.addressof) rather than POINTER types: converting
+        # an int argument is the cheapest ctypes does, and this runs per frame.
+        self.unwind_raw = fn("sfunwind_gdb_unwind", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                             ctypes.c_size_t, ctypes.c_void_p)
+        self._native_stats = fn("sfunwind_gdb_get_native_stats", None, ctypes.POINTER(NativeStats))
+        self.native_enable = fn("sfunwind_gdb_native_enable", None, ctypes.c_int)
+        self.new_stop = fn("sfunwind_gdb_new_stop", None)
+        self.set_topmost = fn("sfunwind_gdb_set_topmost", None, u64, u64)
+        self.has_jit_reader = hasattr(lib, "gdb_init_reader")
+
+    def last_error(self):
+        return self._last_error().decode("utf-8", "replace")
+
+    def _check(self, status):
+        if status != OK:
+            raise NativeError(status, self.last_error())
+
+    def open_file(self, path):
+        module = self._open_file(os.fsencode(path))
+        if module < 0:
+            raise NativeError(NOT_FOUND, self.last_error())
+        return module
+
+    def open_bytes(self, data, vaddr, name):
+        module = self._open_bytes(bytes(data), len(data), vaddr, name.encode("utf-8", "replace"))
+        if module < 0:
+            raise NativeError(NOT_FOUND, self.last_error())
+        return module
+
+    def module_info(self, module):
+        info = ModuleInfo()
+        self._check(self._module_info(module, ctypes.byref(info)))
+        return info
+
+    def section_vaddr(self, module, name):
+        """Link-time address of a named section, or None."""
+        out = ctypes.c_uint64()
+        if self._section_vaddr(module, name.encode(), ctypes.byref(out)) != OK:
+            return None
+        return out.value
+
+    def place(self, module, bias):
+        self._check(self._place(module, bias & 0xFFFFFFFFFFFFFFFF))
+
+    def unplace(self, module):
+        self._check(self._unplace(module))
+
+    def lookup(self, pc):
+        row = Row()
+        self._check(self._lookup(pc, ctypes.byref(row)))
+        return row
+
+    def describe(self, row):
+        buf = ctypes.create_string_buffer(256)
+        self._describe(ctypes.byref(row), buf, len(buf))
+        return buf.value.decode("utf-8", "replace")
+
+    def native_stats(self):
+        stats = NativeStats()
+        self._native_stats(ctypes.byref(stats))
+        return stats

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: MIT
+# GDB tests (host GDB 13): live comparisons of sfunwind's unwind with GDB's
+# DWARF CFI unwind on the fixtures, SFrame-only (-noeh) binaries and core
+# files, and the commands. Each prints what it compared and fails on any
+# difference not named as an SFrame limit. The chroot's GDB 18 runs the same
+# scripts from tests/chroot/gdb18.sh.
+# The top-level enable_testing() comes after add_subdirectory(gdb-python):
+# enable it for this directory, or its add_test() calls are dropped.
+enable_testing()
+find_program(SFUNWIND_GDB_PROGRAM gdb)
+find_package(Python3 COMPONENTS Interpreter)
+if(NOT SFUNWIND_GDB_PROGRAM OR NOT Python3_Interpreter_FOUND)
+  message(WARNING "gdb or python3 not found: the GDB tests are not registered")
+  return()
+endif()
+
+set(_gdb_tests ${PROJECT_SOURCE_DIR}/tests/gdb)
+set(_loader ${CMAKE_CURRENT_BINARY_DIR}/sfunwind.py)
+set(_common --gdb ${SFUNWIND_GDB_PROGRAM} --loader ${_loader} --runs host)
+
+# One test per SFrame writer, so that CTest can run them side by side.
+foreach(writer gas-2.40 gas-2.44 gas-2.47 clang-23)
+  add_test(NAME gdb13_live_${writer}
+           COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_gdb_tests.py ${_common} --writer ${writer})
+endforeach()
+add_test(NAME gdb13_noeh COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_noeh_tests.py ${_common})
+add_test(NAME gdb13_commands COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_command_tests.py ${_common})
+add_test(NAME gdb_native_api COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/test_native_api.py
+         --library $<TARGET_FILE:sfunwind_gdb>)
+set_tests_properties(gdb13_live_gas-2.40 gdb13_live_gas-2.44 gdb13_live_gas-2.47 gdb13_live_clang-23
+                     gdb13_noeh gdb13_commands gdb_native_api
+                     PROPERTIES LABELS gdb TIMEOUT 1800)

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+// `sframe bt`: the selected thread unwound by the core alone, from the
+// thread's live registers and memory.
+#include "command.hpp"
+#include "format.hpp"
+#include "json_out.hpp"
+#include "walk.hpp"
+
+#include <array>
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <vector>
+#include <cstdio>
+
+namespace sfunwind::lldb_plugin {
+namespace {
+
+constexpr std::array<OptionSpec, 5> bt_options{{
+    {'c', "count", true},
+    {'t', "thread", true},
+    {'j', "json", false},
+    {'s', "summary", false},
+    {'\0', "from-registers", true},
+}};
+
+// "PC,SP,FP[,RA]" in hex or decimal.
+std::optional<FrameRegs> parse_registers(const std::string& text) {
+    std::vector<std::uint64_t> v;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = std::min(text.find(',', start), text.size());
+        const auto n = parse_number(std::string_view(text).substr(start, end - start));
+        if (!n) return std::nullopt;
+        v.push_back(*n);
+        start = end + 1;
+    }
+    if (v.size() < 3 || v.size() > 4) return std::nullopt;
+    FrameRegs r;
+    r.pc = v[0];
+    r.sp = v[1];
+    r.fp = v[2];
+    if (v.size() == 4) r.ra = v[3];
+    return r;
+}
+
+constexpr std::uint32_t default_max_frames = 100000;
+
+class BtCommand final : public Command {
+public:
+    using Command::Command;
+
+protected:
+    std::span<const OptionSpec> options() const override { return bt_options; }
+
+    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
+        std::uint32_t max_frames = default_max_frames;
+        if (const auto* c = args.get("count")) {
+            const auto n = parse_number(*c);
+            if (!n || *n == 0 || *n > 10'000'000) {
+                result.SetError(("sframe bt: bad frame count '" + *c + "'").c_str());
+                return false;
+            }
+            max_frames = static_cast<std::uint32_t>(*n);
+        }
+        std::optional<std::uint32_t> thread;
+        if (const auto* t = args.get("thread")) {
+            const auto n = parse_number(*t);
+            if (!n || *n > 0xffffffffU) {
+                result.SetError(("sframe bt: bad thread index '" + *t + "'").c_str());
+                return false;
+            }
+            thread = static_cast<std::uint32_t>(*n);
+        }
+        auto stop = current_stop(debugger, thread);
+        if (!stop) {
+            result.SetError(("sframe bt: " + stop.error().message()).c_str());
+            return false;
+        }
+        std::optional<FrameRegs> given;
+        if (const auto* r = args.get("from-registers")) {
+            given = parse_registers(*r);
+            if (!given) {
+                result.SetError(("sframe bt: --from-registers wants PC,SP,FP[,RA], not '" + *r + "'").c_str());
+                return false;
+            }
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        auto walk = sframe_walk(session_.catalog, *stop, max_frames, given);
+        const auto t1 = std::chrono::steady_clock::now();
+        if (!walk) {
+            result.SetError(("sframe bt: " + walk.error().message()).c_str());
+            return false;
+        }
+        const SframeWalk& w = **walk;
+        const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+        if (args.has("json")) {
+            JsonOut j;
+            j.begin_object();
+            j.key("thread").value(std::uint64_t{stop->thread.GetIndexID()});
+            j.key("tid").value(std::uint64_t{stop->thread.GetThreadID()});
+            j.key("complete").value(w.bt.complete());
+            j.key("stop_code").value(to_string(w.bt.stop.code()));
+            j.key("stop").value(w.bt.stop.message());
+            j.key("microseconds").value(static_cast<std::uint64_t>(ms * 1000.0));
+            j.key("memory_reads").value(w.memory_reads);
+            j.key("frames").begin_array();
+            if (!args.has("summary"))
+                for (const auto& v : w.views) {
+                    j.begin_object();
+                    j.key("pc").value(v.pc).key("cfa").value(v.cfa).key("sp").value(v.sp).key("fp").value(v.fp);
+                    j.key("function").value(v.function).key("module").value(v.module).key("row").value(v.rule);
+                    j.end_object();
+                }
+            j.end_array();
+            j.key("frame_count").value(std::uint64_t{w.views.size()});
+            j.end_object();
+            result.Printf("%s\n", j.str().c_str());
+            return true;
+        }
+        result.Printf("thread #%u: SFrame backtrace, %zu frames (%.3f ms, %llu memory reads)\n",
+                      stop->thread.GetIndexID(), w.views.size(), ms,
+                      static_cast<unsigned long long>(w.memory_reads));
+        if (!args.has("summary"))
+            for (std::size_t i = 0; i < w.views.size(); ++i) {
+                const FrameView& v = w.views[i];
+                std::string line = "  #" + std::to_string(i) + "  pc=" + addr16(v.pc) + " cfa=" + addr16(v.cfa) +
+                                   " sp=" + addr16(v.sp) + " fp=" + addr16(v.fp) + "  " +
+                                   (v.function.empty() ? std::string("??") : v.function);
+                if (!v.module.empty()) line += " (" + v.module + ")";
+                if (!v.rule.empty()) line += "\n        row: " + v.rule;
+                result.Printf("%s\n", line.c_str());
+            }
+        if (w.bt.complete())
+            result.Printf("end of stack: %s\n", w.bt.stop.message().c_str());
+        else
+            result.Printf("stopped: %s\n", w.bt.stop.message().c_str());
+        return true;
+    }
+};
+
+} // namespace
+
+lldb::SBCommandPluginInterface* make_bt_command(Session& s) { return new BtCommand(s); }
+
+} // namespace sfunwind::lldb_plugin

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+// `sframe cover`: generate the debug files of the selected target's modules
+// and make LLDB use them (coverage.hpp). Also what the plugin's stop hook runs.
+#include "command.hpp"
+
+#include <lldb/API/SBFile.h>
+
+#include <array>
+#include <cstdint>
+
+namespace sfunwind::lldb_plugin {
+namespace {
+
+constexpr std::array<OptionSpec, 4> cover_options{{
+    {'\0', "stop-hook", false},
+    {'\0', "on", false},
+    {'\0', "off", false},
+    {'d', "cache-dir", true},
+}};
+
+class CoverCommand final : public Command {
+public:
+    using Command::Command;
+
+protected:
+    std::span<const OptionSpec> options() const override { return cover_options; }
+
+    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
+        if (args.has("on") && args.has("off")) {
+            result.SetError("sframe cover: --on or --off, not both");
+            return false;
+        }
+        if (args.has("off")) {
+            session_.coverage.set_enabled(false);
+            result.Printf("SFrame debug files: off (files already in use stay in use)\n");
+            return true;
+        }
+        if (args.has("on")) session_.coverage.set_enabled(true);
+        if (const auto* dir = args.get("cache-dir")) session_.coverage.set_cache_dir(debugger, *dir);
+        lldb::SBTarget target = debugger.GetSelectedTarget();
+        if (!target.IsValid()) {
+            if (!args.has("stop-hook")) result.Printf("no target; debug files go to %s\n", session_.coverage.cache_dir().c_str());
+            return true;
+        }
+        const bool quiet = args.has("stop-hook");
+        const auto lines = session_.coverage.install(debugger, target, !quiet);
+        if (quiet) {
+            // A stop hook's results are not always shown (LLDB driven from
+            // Python in synchronous mode drops them): problems go straight
+            // to the debugger's error file, once each.
+            std::string text;
+            for (const auto& line : lines)
+                if (line.find("not covered") != std::string::npos || line.find("failed") != std::string::npos)
+                    text += "sframe: " + line + "\n";
+            for (const auto& problem : session_.catalog.take_new_problems())
+                text += "warning: sframe: " + problem + "\n";
+            if (!text.empty()) {
+                lldb::SBFile err = debugger.GetErrorFile();
+                std::size_t written = 0;
+                err.Write(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), &written);
+                err.Flush();
+            }
+            return true;
+        }
+        for (const auto& line : lines) result.Printf("sframe: %s\n", line.c_str());
+        if (!quiet) {
+            std::size_t in_use = 0;
+            std::size_t with_sframe = 0;
+            for (const auto& c : session_.coverage.report(target)) {
+                if (c.state != ModuleCoverage::State::NoSframe) ++with_sframe;
+                if (c.state == ModuleCoverage::State::InUse) ++in_use;
+            }
+            result.Printf("%zu of %zu modules with SFrame unwind through generated DWARF CFI (cache %s)\n", in_use,
+                          with_sframe, session_.coverage.cache_dir().c_str());
+        }
+        return true;
+    }
+};
+
+} // namespace
+
+lldb::SBCommandPluginInterface* make_cover_command(Session& s) { return new CoverCommand(s); }
+
+} // namespace sfunwind::lldb_plugin

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+// `sframe status`: which modules have SFrame (version, size, where found),
+// which `sframe bt` uses, and how LLDB's own unwinder is covered.
+#include "command.hpp"
+#include "json_out.hpp"
+
+#include <lldb/API/SBDebugger.h>
+
+#include <array>
+
+namespace sfunwind::lldb_plugin {
+namespace {
+
+constexpr std::array<OptionSpec, 1> status_options{{{'j', "json", false}}};
+
+const char* version_name(sframe::Version v) {
+    switch (v) {
+    case sframe::Version::V1: return "v1";
+    case sframe::Version::V2: return "v2";
+    case sframe::Version::V3: return "v3";
+    }
+    return "?";
+}
+
+const char* how_found(elf::SframeLocation::How how) {
+    switch (how) {
+    case elf::SframeLocation::How::SectionName: return "section name";
+    case elf::SframeLocation::How::SectionType: return "section type SHT_GNU_SFRAME";
+    case elf::SframeLocation::How::Segment: return "PT_GNU_SFRAME segment";
+    }
+    return "?";
+}
+
+class StatusCommand final : public Command {
+public:
+    using Command::Command;
+
+protected:
+    std::span<const OptionSpec> options() const override { return status_options; }
+
+    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
+        lldb::SBTarget target = debugger.GetSelectedTarget();
+        // A report only: 'sframe cover' (and the plugin's stop hook) change
+        // what LLDB uses.
+        const auto modules = target.IsValid() ? session_.catalog.modules(target) : std::vector<TargetModule>{};
+        const auto coverage = target.IsValid() ? session_.coverage.report(target) : std::vector<ModuleCoverage>{};
+
+        if (args.has("json")) {
+            JsonOut j;
+            j.begin_object();
+            j.key("lldb").value(lldb::SBDebugger::GetVersionString());
+            j.key("cache_dir").value(session_.coverage.cache_dir());
+            j.key("coverage_enabled").value(session_.coverage.enabled());
+            j.key("modules").begin_array();
+            for (std::size_t i = 0; i < modules.size(); ++i) {
+                const TargetModule& m = modules[i];
+                const ModuleCoverage& c = coverage[i];
+                j.begin_object();
+                j.key("name").value(m.name).key("path").value(m.path).key("uuid").value(m.uuid);
+                j.key("loaded").value(m.loaded).key("bias").value(m.bias);
+                if (m.file->section) {
+                    const auto& s = *m.file->section;
+                    j.key("sframe").begin_object();
+                    j.key("version").value(std::uint64_t{static_cast<unsigned>(s.version())});
+                    j.key("fdes").value(std::uint64_t{s.fde_count()});
+                    j.key("bytes").value(s.used_size());
+                    j.key("found_by").value(how_found(m.file->where->how));
+                    j.end_object();
+                } else {
+                    j.key("sframe").null();
+                    j.key("problem").value(m.file->problem);
+                }
+                j.key("sframe_bt").value(m.loaded && m.file->section != nullptr);
+                j.key("coverage").value(to_string(c.state));
+                j.key("debug_file").value(c.debug_file);
+                j.key("detail").value(c.detail);
+                j.key("has_eh_frame").value(c.has_eh_frame);
+                // Made in this session: what the translation cost.
+                if (c.cache.debug_frame_bytes != 0) {
+                    j.key("translation").begin_object();
+                    j.key("microseconds").value(static_cast<std::uint64_t>(c.cache.milliseconds * 1000.0));
+                    j.key("sframe_bytes").value(c.cache.sframe_bytes);
+                    j.key("debug_frame_bytes").value(c.cache.debug_frame_bytes);
+                    j.key("functions").value(c.cache.functions);
+                    j.key("symbols_added").value(c.cache.symbols_added);
+                    j.end_object();
+                }
+                j.end_object();
+            }
+            j.end_array();
+            j.end_object();
+            result.Printf("%s\n", j.str().c_str());
+            return true;
+        }
+
+        result.Printf("sfunwind LLDB plugin in %s\n", lldb::SBDebugger::GetVersionString());
+        result.Printf("debug files: %s (%s), in target.debug-file-search-paths\n",
+                      session_.coverage.cache_dir().c_str(), session_.coverage.enabled() ? "on" : "off");
+        if (!target.IsValid()) {
+            result.Printf("no target\n");
+            return true;
+        }
+        for (std::size_t i = 0; i < modules.size(); ++i) {
+            const TargetModule& m = modules[i];
+            const ModuleCoverage& c = coverage[i];
+            result.Printf("%s (%s)\n", m.name.c_str(), m.path.c_str());
+            if (!m.file->section) {
+                result.Printf("  SFrame: none (%s)\n", m.file->problem.c_str());
+                continue;
+            }
+            const auto& s = *m.file->section;
+            result.Printf("  SFrame: %s, %u FDEs, %llu bytes, found by %s%s\n", version_name(s.version()),
+                          s.fde_count(), static_cast<unsigned long long>(s.used_size()), how_found(m.file->where->how),
+                          s.header().pcrel() ? ", PC-relative starts" : "");
+            result.Printf("  sframe bt/compare: %s\n", m.loaded ? "yes" : "no (not loaded in a process)");
+            std::string lldb_line;
+            switch (c.state) {
+            case ModuleCoverage::State::InUse:
+                lldb_line = "DWARF CFI from " + c.debug_file + " (" + c.detail + ")";
+                break;
+            case ModuleCoverage::State::Generated:
+                lldb_line = "not yet: " + c.debug_file + " exists, but " + c.detail;
+                break;
+            case ModuleCoverage::State::Failed: lldb_line = "not covered: " + c.detail; break;
+            case ModuleCoverage::State::NoSframe: lldb_line = "LLDB's own"; break;
+            }
+            if (c.has_eh_frame && c.state == ModuleCoverage::State::InUse)
+                lldb_line += "; the module's own .eh_frame comes first where it covers a PC";
+            result.Printf("  LLDB unwind plans: %s\n", lldb_line.c_str());
+        }
+        return true;
+    }
+};
+
+} // namespace
+
+lldb::SBCommandPluginInterface* make_status_command(Session& s) { return new StatusCommand(s); }
+
+} // namespace sfunwind::lldb_plugin

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+#include "debug_file_cache.hpp"
+
+#include "sfunwind/cfi/dwarf_writer.hpp"
+#include "sfunwind/elf/debug_file_writer.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <system_error>
+
+namespace sfunwind::lldb_plugin {
+namespace {
+
+// Bump when the generated files change meaning, so old caches are redone.
+constexpr int generator_version = 1;
+
+std::string env(const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::string(v) : std::string();
+}
+
+// FNV-1a over the SFrame bytes: detects a different section under the same
+// build-id, not an adversary.
+std::uint64_t fnv1a(std::span<const std::uint8_t> bytes) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (const std::uint8_t b : bytes) {
+        h ^= b;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+std::string stamp_text(std::span<const std::uint8_t> sframe, const std::string& base) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "sfunwind-lldb-debug-file %d %016llx %zu ", generator_version,
+                  static_cast<unsigned long long>(fnv1a(sframe)), sframe.size());
+    std::string s = buf;
+    if (!base.empty()) {
+        std::error_code ec;
+        const auto size = std::filesystem::file_size(base, ec);
+        const auto mtime = std::filesystem::last_write_time(base, ec).time_since_epoch().count();
+        s += "base " + base + " " + std::to_string(size) + " " + std::to_string(mtime);
+    }
+    return s + "\n";
+}
+
+std::string read_small_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string temporary_name(const std::string& final_path) {
+    static std::atomic<unsigned> counter{0};
+    return final_path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+}
+
+} // namespace
+
+std::string default_cache_dir() {
+    if (auto d = env("SFUNWIND_LLDB_CACHE"); !d.empty()) return d;
+    if (auto d = env("XDG_CACHE_HOME"); !d.empty()) return d + "/sfunwind/lldb";
+    if (auto d = env("HOME"); !d.empty()) return d + "/.cache/sfunwind/lldb";
+    return "/tmp/sfunwind-lldb-" + std::to_string(::getuid());
+}
+
+std::string build_id_hex(const std::vector<std::uint8_t>& id) {
+    std::string s;
+    for (const std::uint8_t b : id) {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%02x", static_cast<unsigned>(b));
+        s += buf;
+    }
+    return s;
+}
+
+std::string DebugFileCache::path_for(const std::string& id) const {
+    if (id.size() < 3) return dir_ + "/.build-id/" + id + ".debug";
+    return dir_ + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+}
+
+Expected<CacheEntry> DebugFileCache::ensure(const ModuleFile& file, const std::string& base) {
+    if (!file.elf || !file.section || !file.where) return Error(Errc::NotFound, "the module has no usable SFrame section");
+    const auto id = file.elf->build_id();
+    if (!id || id->empty())
+        return Error(Errc::NotFound, file.elf->name() + " has no GNU build-id: LLDB could not match a debug file to it");
+    CacheEntry entry;
+    entry.path = path_for(build_id_hex(*id));
+    const std::span<const std::uint8_t> sframe_bytes = file.section->view().bytes();
+    entry.sframe_bytes = file.section->used_size();
+    const std::string stamp = stamp_text(sframe_bytes, base);
+    const std::string stamp_path = entry.path + ".stamp";
+
+    const std::lock_guard lock(mutex_);
+    std::error_code ec;
+    if (std::filesystem::exists(entry.path, ec) && read_small_file(stamp_path) == stamp) {
+        entry.debug_frame_bytes = 0; // not re-read: the file is LLDB's now
+        return entry;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto frame = cfi::write_debug_frame(*file.section);
+    if (!frame) return Error(frame.error().code(), file.elf->name() + ": " + frame.error().message());
+    elf::DebugFileContents contents;
+    contents.debug_frame = frame->bytes;
+    for (const auto& fn : frame->functions) {
+        // A PC-mask FDE covers a PLT, whose entries LLDB names itself
+        // (puts@plt, from the PLT relocations); one symbol over all of them
+        // would hide those names.
+        if (fn.pc_mask) continue;
+        char name[48];
+        std::snprintf(name, sizeof name, "__sframe_fde_%llx", static_cast<unsigned long long>(fn.start));
+        contents.functions.push_back({name, fn.start, fn.size});
+    }
+    // A separate debug file is copied instead of the module, so that its
+    // DWARF stays; the module's own symbols are merged in.
+    std::optional<elf::ElfFile> base_file;
+    if (!base.empty()) {
+        auto opened = elf::ElfFile::open(base);
+        if (!opened) return opened.error();
+        if (opened->build_id() != id)
+            return Error(Errc::Malformed, base + " does not have the build-id of " + file.elf->name());
+        base_file.emplace(std::move(*opened));
+        contents.symbol_sources.push_back(file.elf.get());
+    }
+    std::filesystem::create_directories(std::filesystem::path(entry.path).parent_path(), ec);
+    if (ec) return Error(Errc::Io, "cannot create " + std::filesystem::path(entry.path).parent_path().string() + ": " + ec.message());
+    const std::string tmp = temporary_name(entry.path);
+    auto written = elf::write_debug_file(base_file ? *base_file : *file.elf, contents, tmp);
+    if (!written) {
+        std::filesystem::remove(tmp, ec);
+        return written.error();
+    }
+    std::filesystem::rename(tmp, entry.path, ec);
+    if (ec) {
+        std::filesystem::remove(tmp, ec);
+        return Error(Errc::Io, "cannot rename " + tmp + " to " + entry.path + ": " + ec.message());
+    }
+    {
+        const std::string stamp_tmp = temporary_name(stamp_path);
+        std::ofstream(stamp_tmp) << stamp;
+        std::filesystem::rename(stamp_tmp, stamp_path, ec);
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    entry.generated_now = true;
+    entry.milliseconds = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    entry.debug_frame_bytes = frame->bytes.size();
+    entry.functions = frame->functions.size();
+    entry.symbols_added = written->added_functions;
+    entry.skipped_fdes = frame->skipped.size();
+    return entry;
+}
+
+} // namespace sfunwind::lldb_plugin

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+#include "format.hpp"
+
+#include <cstdio>
+
+namespace sfunwind::lldb_plugin {
+
+std::string addr16(std::uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+std::string addr16(const std::optional<std::uint64_t>& v) {
+    return v ? addr16(*v) : std::string("      unknown     ");
+}
+
+std::string hex(std::uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+} // namespace sfunwind::lldb_plugin

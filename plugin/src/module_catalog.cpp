@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+#include "module_catalog.hpp"
+
+#include <lldb/API/SBAddress.h>
+#include <lldb/API/SBError.h>
+#include <lldb/API/SBFileSpec.h>
+#include <lldb/API/SBProcess.h>
+#include <lldb/API/SBSection.h>
+#include <lldb/API/SBSymbol.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace sfunwind::lldb_plugin {
+namespace {
+
+constexpr std::uint64_t invalid_address = std::numeric_limits<std::uint64_t>::max();
+
+std::string path_of(const lldb::SBFileSpec& spec) {
+    char buf[4096];
+    const std::uint32_t n = spec.GetPath(buf, sizeof buf);
+    return n > 0 && n < sizeof buf ? std::string(buf, n) : std::string();
+}
+
+ModuleFile read_module_file(const std::string& path) {
+    ModuleFile out;
+    auto elf = elf::ElfFile::open(path);
+    if (!elf) {
+        out.problem = elf.error().message();
+        return out;
+    }
+    auto shared = std::make_shared<const elf::ElfFile>(std::move(*elf));
+    out.elf = shared;
+    auto where = shared->find_sframe();
+    if (!where) {
+        out.problem = where.error().code() == Errc::NotFound ? "no SFrame section" : where.error().message();
+        out.broken = where.error().code() != Errc::NotFound;
+        return out;
+    }
+    out.where = *where;
+    auto section = shared->sframe();
+    if (!section) {
+        out.problem = section.error().message();
+        out.broken = true;
+        return out;
+    }
+    out.section = std::make_shared<const sframe::Section>(std::move(*section));
+    return out;
+}
+
+// Where LLDB loaded the module: the bias and address range from the load
+// addresses of its top-level sections (ELF segments in LLDB's object file).
+void locate(lldb::SBTarget& target, TargetModule& m) {
+    std::uint64_t lo = invalid_address;
+    std::uint64_t hi = 0;
+    // Without a process LLDB shows file addresses (as `image show-unwind`
+    // does): the module counts as loaded at its link-time addresses.
+    const bool live = target.GetProcess().IsValid();
+    const std::size_t n = m.module.GetNumSections();
+    for (std::size_t i = 0; i < n; ++i) {
+        lldb::SBSection s = m.module.GetSectionAtIndex(i);
+        const std::uint64_t load = live ? s.GetLoadAddress(target) : s.GetFileAddress();
+        const std::uint64_t size = s.GetByteSize();
+        if (load == invalid_address || size == 0) continue;
+        if (!live && s.GetPermissions() == 0) continue; // not allocated: no address
+        if (!m.loaded) m.bias = load - s.GetFileAddress();
+        m.loaded = true;
+        lo = std::min(lo, load);
+        hi = std::max(hi, load + size);
+    }
+    if (m.loaded) {
+        m.begin = lo;
+        m.end = hi;
+    }
+}
+
+} // namespace
+
+std::shared_ptr<const ModuleFile> ModuleCatalog::file(const std::string& path, const std::string& uuid) {
+    const std::string key = path + '\n' + uuid;
+    {
+        const std::lock_guard lock(mutex_);
+        if (auto it = files_.find(key); it != files_.end()) return it->second;
+    }
+    // Read outside the lock: a large file must not stall the other thread.
+    auto parsed = std::make_shared<const ModuleFile>(read_module_file(path));
+    const std::lock_guard lock(mutex_);
+    auto [it, inserted] = files_.emplace(key, parsed);
+    if (inserted && parsed->broken && reported_.insert(path).second)
+        new_problems_.push_back(path + ": SFrame section skipped: " + parsed->problem);
+    return it->second;
+}
+
+std::shared_ptr<const ModuleFile> ModuleCatalog::memory_file(lldb::SBTarget& target, const TargetModule& m) {
+    const std::string key = m.path + '\n' + m.uuid + "\nmemory";
+    {
+        const std::lock_guard lock(mutex_);
+        if (auto it = files_.find(key); it != files_.end()) return it->second;
+    }
+    ModuleFile out;
+    const std::uint64_t header = m.module.GetObjectFileHeaderAddress().GetLoadAddress(target);
+    // The vdso is one small mapping that holds the whole file, headers included.
+    constexpr std::uint64_t max_image = 1U << 20;
+    if (header == invalid_address || header < m.begin || m.end - header > max_image) {
+        out.problem = "no file, and no small in-memory image";
+    } else {
+        std::vector<std::uint8_t> image(m.end - header);
+        lldb::SBError error;
+        const std::size_t got = target.GetProcess().ReadMemory(header, image.data(), image.size(), error);
+        auto elf = got == image.size() && error.Success()
+                       ? elf::ElfFile::from_bytes(image, m.name)
+                       : Expected<elf::ElfFile>(Error(Errc::MemoryUnreadable, "cannot read the image of " + m.name));
+        if (!elf) {
+            out.problem = elf.error().message();
+        } else {
+            auto shared = std::make_shared<const elf::ElfFile>(std::move(*elf));
+            out.elf = shared;
+            auto section = shared->sframe();
+            if (section) {
+                out.where = shared->find_sframe().value();
+                out.section = std::make_shared<const sframe::Section>(std::move(*section));
+            } else {
+                out.problem = section.error().code() == Errc::NotFound ? "no SFrame section (read from memory)"
+                                                                       : section.error().message();
+                out.broken = section.error().code() != Errc::NotFound;
+            }
+        }
+    }
+    auto parsed = std::make_shared<const ModuleFile>(std::move(out));
+    const std::lock_guard lock(mutex_);
+    auto [it, inserted] = files_.emplace(key, parsed);
+    if (inserted && parsed->broken && reported_.insert(key).second)
+        new_problems_.push_back(m.name + ": SFrame section skipped: " + parsed->problem);
+    return it->second;
+}
+
+std::vector<TargetModule> ModuleCatalog::module_files(lldb::SBTarget& target) {
+    std::vector<TargetModule> out;
+    const std::uint32_t n = target.GetNumModules();
+    for (std::uint32_t i = 0; i < n; ++i) {
+        TargetModule m;
+        m.module = target.GetModuleAtIndex(i);
+        if (!m.module.IsValid()) continue;
+        const lldb::SBFileSpec spec = m.module.GetFileSpec();
+        m.path = path_of(spec);
+        m.name = spec.GetFilename() != nullptr ? spec.GetFilename() : m.path;
+        if (const char* uuid = m.module.GetUUIDString()) m.uuid = uuid;
+        m.file = file(m.path, m.uuid);
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+std::vector<TargetModule> ModuleCatalog::modules(lldb::SBTarget& target) {
+    std::vector<TargetModule> out;
+    const std::uint32_t n = target.GetNumModules();
+    out.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+        TargetModule m;
+        m.module = target.GetModuleAtIndex(i);
+        if (!m.module.IsValid()) continue;
+        const lldb::SBFileSpec spec = m.module.GetFileSpec();
+        m.path = path_of(spec);
+        m.name = spec.GetFilename() != nullptr ? spec.GetFilename() : m.path;
+        if (const char* uuid = m.module.GetUUIDString()) m.uuid = uuid;
+        locate(target, m);
+        m.file = file(m.path, m.uuid);
+        if (!m.file->elf && m.loaded && !m.path.empty() && m.path.front() == '[' && target.GetProcess().IsValid())
+            m.file = memory_file(target, m);
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+std::vector<std::string> ModuleCatalog::take_new_problems() {
+    const std::lock_guard lock(mutex_);
+    return std::exchange(new_problems_, {});
+}
+
+ModuleSet sframe_module_set(const std::vector<TargetModule>& modules) {
+    ModuleSet set;
+    for (const auto& m : modules) {
+        if (!m.loaded || !m.file->section) continue;
+        Module mod;
+        mod.name = m.name;
+        mod.bias = m.bias;
+        mod.begin = m.begin;
+        mod.end = m.end;
+        mod.owner = m.file;
+        mod.section = m.file->section;
+        set.add(std::move(mod));
+    }
+    return set;
+}
+
+std::string symbol_at(lldb::SBTarget& target, std::uint64_t pc, bool is_return_address) {
+    const std::uint64_t lookup = is_return_address && pc != 0 ? pc - 1 : pc;
+    lldb::SBAddress addr = target.ResolveLoadAddress(lookup);
+    lldb::SBSymbol sym = addr.GetSymbol();
+    if (!sym.IsValid() || sym.GetName() == nullptr) return {};
+    const std::uint64_t start = sym.GetStartAddress().GetLoadAddress(target);
+    std::string s = sym.GetName();
+    if (start != invalid_address && pc >= start && pc != start) {
+        char buf[24];
+        std::snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(pc - start));
+        s += buf;
+    }
+    return s;
+}
+
+} // namespace sfunwind::lldb_plugin

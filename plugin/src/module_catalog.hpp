@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// The modules of an LLDB target as the core needs them: where each is loaded
+// (from LLDB's section load addresses) and its SFrame section, read from the
+// file LLDB itself uses for the module. Parsed files are cached across
+// commands, keyed by path and UUID; a module whose SFrame section is broken
+// is reported once and then skipped (issue 4: errors never kill the session).
+#pragma once
+
+#include "sfunwind/elf/elf_file.hpp"
+#include "sfunwind/sframe/section.hpp"
+#include "sfunwind/unwind/module_set.hpp"
+
+#include <lldb/API/SBModule.h>
+#include <lldb/API/SBTarget.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace sfunwind::lldb_plugin {
+
+// One ELF file, read and searched for SFrame once.
+struct ModuleFile {
+    std::shared_ptr<const elf::ElfFile> elf;          // null when unreadable
+    std::shared_ptr<const sframe::Section> section;   // null without usable SFrame
+    std::optional<elf::SframeLocation> where;
+    // Why there is no usable section: "no SFrame section", the open error, or
+    // the parse error of a broken section (then `broken` is set).
+    std::string problem;
+    bool broken = false;
+};
+
+struct TargetModule {
+    lldb::SBModule module;
+    std::string path;     // the local file LLDB reads the module from
+    std::string name;     // its last component
+    std::string uuid;     // LLDB's UUID string (the GNU build-id), may be empty
+    bool loaded = false;  // LLDB knows where it is in the process
+    std::uint64_t bias = 0;
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+    std::shared_ptr<const ModuleFile> file;
+};
+
+class ModuleCatalog {
+public:
+    // Every module of the target, in LLDB's order, with its file. Thread-safe.
+    // Asking LLDB for a module's sections makes it look for the module's
+    // symbol file first (SBModule::GetNumSections does), so this is not for
+    // code that must run before that lookup.
+    std::vector<TargetModule> modules(lldb::SBTarget& target);
+    // The modules' files only (path, UUID, parsed file; not located): asks
+    // LLDB nothing that would make it look for symbols or touch the process.
+    std::vector<TargetModule> module_files(lldb::SBTarget& target);
+    // Broken sections found since the last call, one message each, once per file.
+    std::vector<std::string> take_new_problems();
+    // The parsed file of one path (cached); never null.
+    std::shared_ptr<const ModuleFile> file(const std::string& path, const std::string& uuid);
+    // The same for a module that exists only in the process's memory (the
+    // vdso): its image is read from there.
+    std::shared_ptr<const ModuleFile> memory_file(lldb::SBTarget& target, const TargetModule& m);
+
+private:
+    std::mutex mutex_;
+    std::map<std::string, std::shared_ptr<const ModuleFile>> files_; // path + '\n' + uuid
+    std::set<std::string> reported_;
+    std::vector<std::string> new_problems_;
+};
+
+// The loaded modules that have SFrame, for sfunwind::backtrace().
+ModuleSet sframe_module_set(const std::vector<TargetModule>& modules);
+
+// "name+0x12" for a runtime address (a return address is looked up at pc - 1,
+// as its call may end the function), or "" when LLDB has no symbol there.
+std::string symbol_at(lldb::SBTarget& target, std::uint64_t pc, bool is_return_address);
+
+} // namespace sfunwind::lldb_plugin

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+#include "needed_libraries.hpp"
+
+#include <gelf.h>
+
+#include <deque>
+#include <filesystem>
+#include <set>
+#include <system_error>
+
+namespace sfunwind::lldb_plugin {
+namespace {
+
+constexpr std::size_t max_libraries = 64;
+
+struct Dynamic {
+    std::vector<std::string> needed;
+    std::vector<std::string> search; // RUNPATH, or RPATH when there is none
+};
+
+std::vector<std::string> split_path(const std::string& list, const std::string& origin) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        std::size_t end = list.find(':', start);
+        if (end == std::string::npos) end = list.size();
+        std::string dir = list.substr(start, end - start);
+        for (const char* token : {"$ORIGIN", "${ORIGIN}"}) {
+            const std::string t = token;
+            for (std::size_t at = dir.find(t); at != std::string::npos; at = dir.find(t))
+                dir.replace(at, t.size(), origin);
+        }
+        if (!dir.empty()) out.push_back(dir);
+        start = end + 1;
+    }
+    return out;
+}
+
+// DT_NEEDED and the search path of one ELF file (gABI "Dynamic Section").
+Dynamic read_dynamic(const elf::ElfFile& file, const std::string& origin) {
+    Dynamic d;
+    ::Elf* e = file.libelf_handle();
+    if (e == nullptr) return d;
+    std::string runpath;
+    std::string rpath;
+    for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn != nullptr; scn = elf_nextscn(e, scn)) {
+        GElf_Shdr shdr;
+        if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_DYNAMIC || shdr.sh_entsize == 0) continue;
+        Elf_Data* data = elf_getdata(scn, nullptr);
+        if (data == nullptr) continue;
+        const std::size_t n = shdr.sh_size / shdr.sh_entsize;
+        for (std::size_t i = 0; i < n; ++i) {
+            GElf_Dyn dyn;
+            if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL) break;
+            if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH) continue;
+            const char* s = elf_strptr(e, shdr.sh_link, dyn.d_un.d_val);
+            if (s == nullptr) continue;
+            if (dyn.d_tag == DT_NEEDED) d.needed.emplace_back(s);
+            if (dyn.d_tag == DT_RUNPATH) runpath = s;
+            if (dyn.d_tag == DT_RPATH) rpath = s;
+        }
+    }
+    d.search = split_path(!runpath.empty() ? runpath : rpath, origin);
+    return d;
+}
+
+} // namespace
+
+std::vector<std::string> needed_libraries(const elf::ElfFile& program, const std::string& path) {
+    const std::vector<std::string> system_dirs = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                                                  "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                                                  "/lib/s390x-linux-gnu", "/usr/lib/s390x-linux-gnu",
+                                                  "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
+    std::vector<std::string> out;
+    std::set<std::string> seen_names;
+    std::deque<std::pair<Dynamic, std::string>> queue; // (its dynamic section, the file's directory)
+    queue.emplace_back(read_dynamic(program, std::filesystem::path(path).parent_path().string()), "");
+    while (!queue.empty() && out.size() < max_libraries) {
+        const Dynamic d = std::move(queue.front().first);
+        queue.pop_front();
+        for (const auto& name : d.needed) {
+            if (!seen_names.insert(name).second) continue;
+            std::vector<std::string> dirs = d.search;
+            dirs.insert(dirs.end(), system_dirs.begin(), system_dirs.end());
+            for (const auto& dir : dirs) {
+                const std::string candidate = dir + "/" + name;
+                std::error_code ec;
+                if (!std::filesystem::is_regular_file(candidate, ec)) continue;
+                out.push_back(candidate);
+                if (auto lib = elf::ElfFile::open(candidate))
+                    queue.emplace_back(read_dynamic(*lib, std::filesystem::path(candidate).parent_path().string()), "");
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+} // namespace sfunwind::lldb_plugin

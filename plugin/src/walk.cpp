@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+#include "walk.hpp"
+
+#include "sb_target.hpp"
+
+#include <lldb/API/SBFrame.h>
+#include <lldb/lldb-defines.h>
+#include <lldb/lldb-enumerations.h>
+
+#include <optional>
+
+namespace sfunwind::lldb_plugin {
+namespace {
+
+const TargetModule* module_at(const std::vector<TargetModule>& modules, std::uint64_t addr) {
+    for (const auto& m : modules)
+        if (m.loaded && addr >= m.begin && addr < m.end) return &m;
+    return nullptr;
+}
+
+} // namespace
+
+Expected<StopContext> current_stop(lldb::SBDebugger& debugger, std::optional<std::uint32_t> thread_index) {
+    StopContext c;
+    c.target = debugger.GetSelectedTarget();
+    if (!c.target.IsValid()) return Error(Errc::NotFound, "no target: use 'target create' first");
+    c.process = c.target.GetProcess();
+    if (!c.process.IsValid()) return Error(Errc::NotFound, "the target has no process: run or load a core first");
+    const lldb::StateType state = c.process.GetState();
+    if (state != lldb::eStateStopped && state != lldb::eStateCrashed && state != lldb::eStateSuspended)
+        return Error(Errc::NotFound, "the process is not stopped");
+    c.thread = thread_index ? c.process.GetThreadByIndexID(*thread_index) : c.process.GetSelectedThread();
+    if (!c.thread.IsValid())
+        return Error(Errc::NotFound,
+                     thread_index ? "no thread #" + std::to_string(*thread_index) : std::string("no selected thread"));
+    c.abi = abi_of(c.target);
+    if (c.abi == nullptr)
+        return Error(Errc::Unsupported,
+                     std::string("no SFrame ABI for target triple '") +
+                         (c.target.GetTriple() != nullptr ? c.target.GetTriple() : "?") + "'");
+    return c;
+}
+
+Expected<std::unique_ptr<SframeWalk>> sframe_walk(ModuleCatalog& catalog, StopContext& stop,
+                                                  std::uint32_t max_frames, std::optional<FrameRegs> given) {
+    auto walk = std::make_unique<SframeWalk>();
+    walk->modules = catalog.modules(stop.target);
+    walk->set = sframe_module_set(walk->modules);
+    std::optional<lldb::SBFrame> top;
+    std::optional<FrameRegs> regs = given;
+    if (!regs) {
+        top = stop.thread.GetFrameAtIndex(0);
+        regs = frame_registers(*top, *stop.abi);
+    }
+    if (!regs) return Error(Errc::NotFound, "cannot read the registers of the thread's topmost frame");
+    SbMemory memory(stop.process);
+    std::optional<SbRegisters> extra;
+    if (top) extra.emplace(*top, *stop.abi);
+    BacktraceOptions options;
+    options.max_frames = max_frames;
+    walk->bt = backtrace(walk->set, *regs, memory, extra ? &*extra : nullptr, options);
+    walk->memory_reads = memory.reads();
+    walk->views = frame_views(walk->bt);
+    for (std::size_t i = 0; i < walk->views.size(); ++i) {
+        FrameView& v = walk->views[i];
+        v.function = symbol_at(stop.target, v.pc, i > 0);
+        const std::uint64_t lookup = lookup_pc(v.pc, i > 0);
+        const TargetModule* m = module_at(walk->modules, lookup);
+        if (v.module.empty() && m != nullptr) v.module = m->name;
+        walk->module_paths.push_back(m != nullptr ? m->path : std::string());
+        walk->link_pcs.push_back(m != nullptr ? lookup - m->bias : lookup);
+    }
+    return walk;
+}
+
+std::vector<FrameView> lldb_frames(StopContext& stop, std::uint32_t max_frames) {
+    std::vector<FrameView> out;
+    // Frame by frame, not GetNumFrames(): LLDB computes frames up to the one
+    // asked for, and a caller may need it to stop early (see cmd_compare).
+    const std::uint32_t n = 0xffffffffU;
+    // LLDB lists inlined functions as frames of their own, innermost first,
+    // followed by the concrete frame they are inlined into. All share one set
+    // of registers; the innermost one has the real PC (the concrete frame
+    // reports the inlined call site), so a group is reported once, with
+    // the innermost frame's values and the concrete frame's name.
+    std::optional<lldb::SBFrame> group_first;
+    for (std::uint32_t i = 0; i < n && out.size() < max_frames; ++i) {
+        if (i >= max_frames + 64 && out.size() < max_frames) break; // runaway inlined chains
+        lldb::SBFrame concrete = stop.thread.GetFrameAtIndex(i);
+        if (!concrete.IsValid()) break;
+        if (concrete.IsArtificial()) continue;
+        if (concrete.IsInlined()) {
+            if (!group_first) group_first = concrete;
+            continue;
+        }
+        lldb::SBFrame f = group_first ? *group_first : concrete;
+        group_first.reset();
+        FrameView v;
+        v.pc = f.GetPC();
+        const std::uint64_t cfa = f.GetCFA();
+        if (cfa != LLDB_INVALID_ADDRESS) v.cfa = cfa;
+        const std::uint64_t sp = f.GetSP();
+        if (sp != LLDB_INVALID_ADDRESS) v.sp = sp;
+        v.fp = read_register(f, *stop.abi, stop.abi->fp_reg);
+        v.function = symbol_at(stop.target, v.pc, !out.empty());
+        lldb::SBModule m = concrete.GetModule();
+        if (m.IsValid() && m.GetFileSpec().GetFilename() != nullptr) v.module = m.GetFileSpec().GetFilename();
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
+} // namespace sfunwind::lldb_plugin

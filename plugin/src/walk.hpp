@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// The two unwinds `sframe bt` and `sframe compare` work from: the core's
+// SFrame walk of a thread (sfunwind::backtrace() on the thread's live
+// registers and memory, read through the SB API) and LLDB's own frames.
+#pragma once
+
+#include "module_catalog.hpp"
+
+#include "sfunwind/abi.hpp"
+#include "sfunwind/error.hpp"
+#include "sfunwind/unwind/backtrace.hpp"
+#include "sfunwind/unwind/compare.hpp"
+
+#include <lldb/API/SBDebugger.h>
+#include <lldb/API/SBProcess.h>
+#include <lldb/API/SBTarget.h>
+#include <lldb/API/SBThread.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace sfunwind::lldb_plugin {
+
+struct StopContext {
+    lldb::SBTarget target;
+    lldb::SBProcess process;
+    lldb::SBThread thread;
+    const Abi* abi = nullptr;
+};
+
+// The selected target's process and a thread of it: the one with LLDB index
+// `thread_index` (as `thread list` numbers them), else the selected one.
+// Errors say what is missing (no target, no process, running, no ABI).
+Expected<StopContext> current_stop(lldb::SBDebugger& debugger, std::optional<std::uint32_t> thread_index);
+
+struct SframeWalk {
+    std::vector<TargetModule> modules;
+    ModuleSet set;                // Backtrace frames point into it
+    Backtrace bt;
+    std::vector<FrameView> views; // bt's frames with function and module names
+    // Per frame: the file of the module holding the PC and the link-time
+    // address rows are looked up at (pc, or pc - 1 for a return address).
+    std::vector<std::string> module_paths;
+    std::vector<std::uint64_t> link_pcs;
+    std::uint64_t memory_reads = 0;
+};
+
+// The core's walk of the thread from its topmost frame, or from `top` when
+// given (the frame provider passes the registers of LLDB's own frame 0, as
+// asking the thread for its frames from inside a provider would recurse).
+Expected<std::unique_ptr<SframeWalk>> sframe_walk(ModuleCatalog& catalog, StopContext& stop,
+                                                  std::uint32_t max_frames,
+                                                  std::optional<FrameRegs> top = std::nullopt);
+
+// LLDB's frames of the thread, inlined and artificial frames left out (they
+// share the registers of the concrete frame below them): pc, CFA, sp and the
+// frame pointer when LLDB has a value for it.
+std::vector<FrameView> lldb_frames(StopContext& stop, std::uint32_t max_frames);
+
+} // namespace sfunwind::lldb_plugin

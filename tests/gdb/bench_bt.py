@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Benchmark: `bt` over a 10,000-frame recursion (the deep10000 fixture),
+unwound by GDB's own DWARF unwinder, by sfunwind's Python unwinder and by
+sfunwind's JIT reader (native path), in one GDB session at one stop.
+
+Each measured `bt` is its own top-level GDB command, after
+`maint flush register-cache` (which drops GDB's frame cache); the modes are
+interleaved round by round so that machine load affects them alike, and the
+median of each is reported. GDB's output goes to /dev/null.
+
+usage: bench_bt.py --gdb gdb --loader build/default/gdb-python/sfunwind.py
+                   [--program tests/fixtures/bin/gas-2.40/deep10000-O2-nofp]
+                   [--rounds 7] [--json out.json]
+Exit status 0 when the measurements completed (the targets are reported,
+not enforced: timings depend on the machine)."""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+MODES = ("dwarf", "python", "native")
+SWITCH = {"dwarf": "sframe disable", "python": "sframe enable python", "native": "sframe enable native"}
+
+
+def command_file(loader, rounds, out_json):
+    lines = [
+        "set pagination off",
+        "set confirm off",
+        "set width 0",
+        "source %s" % loader,
+        "run",
+        "python import time, json",
+        "python T = {}",
+        "python F = {}",
+        # Warm GDB's symbol and DWARF caches once in each mode first.
+    ]
+    for mode in MODES:
+        lines += [SWITCH[mode], "maint flush register-cache", "bt"]
+    for _ in range(rounds):
+        for mode in MODES:
+            lines += [
+                SWITCH[mode],
+                "maint flush register-cache",
+                "python t0 = time.perf_counter()",
+                "bt",
+                "python T.setdefault(%r, []).append(time.perf_counter() - t0)" % mode,
+            ]
+    # How many frames each mode saw (the same, or the comparison is void).
+    for mode in MODES:
+        lines += [
+            SWITCH[mode],
+            "maint flush register-cache",
+            "python F[%r] = len(gdb.execute('bt', to_string=True).splitlines())" % mode,
+        ]
+    lines.append("python open(%r, 'w').write(json.dumps({'times': T, 'frames': F}))" % out_json)
+    lines.append("kill")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gdb", default="gdb")
+    ap.add_argument("--loader", required=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--program", default=os.path.join(here, "..", "fixtures", "bin", "gas-2.40",
+                                                       "deep10000-O2-nofp"))
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        out_json = os.path.join(tmp, "times.json")
+        script = os.path.join(tmp, "bench.gdb")
+        with open(script, "w") as f:
+            f.write(command_file(os.path.abspath(args.loader), args.rounds, out_json))
+        version = subprocess.run([args.gdb, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        proc = subprocess.run([args.gdb, "-nx", "-q", "-batch", "-x", script, os.path.abspath(args.program)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=1800)
+        if not os.path.exists(out_json):
+            sys.stderr.write(proc.stderr)
+            print("FAIL: GDB did not finish the benchmark")
+            return 1
+        data = json.load(open(out_json))
+    times, frames = data["times"], data["frames"]
+    med = {m: statistics.median(times[m]) for m in MODES}
+    print("%s, %s, %d rounds" % (version, os.path.relpath(args.program), args.rounds))
+    for m in MODES:
+        print("  %-7s bt: median %.3f s (min %.3f, max %.3f), %d frames" % (
+            m, med[m], min(times[m]), max(times[m]), frames[m]))
+    print("  python / dwarf = %.2f (target <= 1.0)" % (med["python"] / med["dwarf"]))
+    print("  native / dwarf = %.2f (target <= 0.8)" % (med["native"] / med["dwarf"]))
+    if len(set(frames.values())) != 1:
+        print("FAIL: the modes saw different numbers of frames: %s" % frames)
+        return 1
+    if args.json:
+        json.dump({"gdb": version, "median": med, "times": times, "frames": frames}, open(args.json, "w"), indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The `sframe` commands and the unwinder's visible behaviour in GDB: help
+texts, `sframe status` before and after `run` (load bias, a shared library
+loaded later), `sframe row`, `sframe compare`, switching paths, and the
+registers SFrame cannot restore showing as <not saved> in caller frames.
+
+Each step runs one GDB command and matches its output against a regular
+expression. usage: run_command_tests.py --gdb GDB --loader LOADER --runs host
+Exit status 1 if any step's output did not match."""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures", "bin"))
+
+# (program, arguments, [(command, regex the output must match, regex it must not match)])
+PLT_STEPS = [
+    ("help sframe", r"sframe status.*sframe enable.*sframe disable.*sframe compare.*sframe row", None),
+    ("help sframe row", r"Show the SFrame row that covers an address", None),
+    ("sframe status", r"active path: python.*plt: SFrame v\d amd64, \d+ FDEs", r"libfixture_plt"),
+    ("run", None, None),
+    ("info symbol $pc", r"fixture_leaf", None),
+    # The library was loaded by `run`: found, placed at its load address.
+    ("sframe status", r"libfixture_plt\.so: SFrame v\d amd64.*bias 0x7ff.*\n.*plt: SFrame v\d amd64.*bias 0x555", None),
+    ("bt", r"#0 .*fixture_leaf.*#1 .*exe_callback.*#2 .*lib_level_2.*#5 .*call_into_lib.*#6 .*main", None),
+    ("sframe status", r"python path: [1-9]\d* frames unwound", None),
+    ("sframe row $pc", r"FDE \d+: function 0x[0-9a-f]+, \d+ bytes\n  FRE \d+: \[0x[0-9a-f]+, 0x[0-9a-f]+\)\n"
+                       r"  CFA=rsp\+\d+ RA=\[CFA-8\]", None),
+    ("sframe row lib_level_1", r"libfixture_plt\.so\n  FDE \d+: function 0x[0-9a-f]+.*\n  FRE 0: .*\n  CFA=rsp\+8 RA=\[CFA-8\] FP=same", None),
+    ("sframe row 0", None, None),  # must fail: checked below
+    ("sframe compare", r"the walks are equal", None),
+    ("info unwinder", r"sframe", None),
+    # Caller frames: callee-saved registers SFrame does not track are not
+    # saved (never an inner frame's value); the FP and SP are.
+    ("frame 2", None, None),
+    ("info symbol $pc", r"lib_level_2", None),
+    ("info registers rbx", r"rbx +<not saved>", None),
+    ("info registers rbp", r"rbp +0x[0-9a-f]+", r"not saved"),
+    ("info registers rsp", r"rsp +0x[0-9a-f]+", r"not saved"),
+    ("frame 0", None, None),
+    ("info registers rbx", r"rbx +0x", r"not saved"),
+    ("sframe disable", r"^$", None),
+    ("sframe status", r"active path: off", None),
+    ("bt", r"#6 .*main", None),
+    ("sframe enable native", r"^$", None),
+    ("bt", r"#0 .*fixture_leaf.*#2 .*lib_level_2.*#6 .*main", None),
+    ("sframe status", r"active path: native.*JIT reader loaded\): [1-9]\d* frames unwound", None),
+    ("frame 1", None, None),
+    ("info symbol $pc", r"exe_callback", None),
+    ("info registers rbx", r"rbx +<not saved>", None),
+    ("sframe enable python", r"^$", None),
+    ("sframe status", r"active path: python.*JIT reader not loaded", None),
+    ("sframe enable bogus", None, None),  # must fail
+    ("disable unwinder", r"unwinders? disabled", None),
+    ("enable unwinder", r"unwinders? enabled", None),
+    ("sframe status", r"active path: python", None),
+]
+MUST_FAIL = {"sframe row 0": r"no module with SFrame covers 0x0",
+             "sframe enable bogus": r"expected python or native"}
+
+
+def run(gdb, loader, program, args, steps):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.json")
+        cmds = [s[0] for s in steps]
+        script = os.path.join(tmp, "cmds.gdb")
+        with open(script, "w") as f:
+            f.write("set pagination off\nset confirm off\nset width 0\nsource %s\n" % loader)
+            f.write("set args %s\n" % args)
+            f.write("python\nimport json\nres = []\nfor c in %r:\n"
+                    "    try:\n        res.append([c, gdb.execute(c, to_string=True), None])\n"
+                    "    except gdb.error as e:\n        res.append([c, '', str(e)])\n"
+                    "json.dump(res, open(%r, 'w'))\nend\nkill\n" % (cmds, out))
+        subprocess.run([gdb, "-nx", "-q", "-batch", "-x", script, program], capture_output=True, text=True,
+                       timeout=600, stdin=subprocess.DEVNULL)
+        if not os.path.exists(out):
+            return None
+        with open(out) as f:
+            return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gdb", default="gdb")
+    ap.add_argument("--loader", required=True)
+    ap.add_argument("--runs", default="host")
+    args = ap.parse_args()
+    program = os.path.join(FIXTURES, "gas-2.40" if args.runs == "host" else "gas-2.47", "plt-O2-nofp", "plt")
+    results = run(args.gdb, os.path.abspath(args.loader), program, "trap", PLT_STEPS)
+    if results is None:
+        print("FAIL: GDB produced no results")
+        return 1
+    failed = 0
+    for (cmd, want, unwanted), (_, output, error) in zip(PLT_STEPS, results):
+        if cmd in MUST_FAIL:
+            ok = error is not None and re.search(MUST_FAIL[cmd], error) is not None
+            detail = "error: %s" % error
+        else:
+            ok = error is None and (want is None or re.search(want, output, re.S | re.M) is not None) and \
+                (unwanted is None or re.search(unwanted, output) is None)
+            detail = error if error else output.strip().replace("\n", " | ")[:160]
+        print("%s %-24s %s" % ("ok  " if ok else "FAIL", cmd, detail))
+        failed += not ok
+    print("%d steps, %d failed" % (len(PLT_STEPS), failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""libsfunwind_gdb.so through ctypes, without GDB: the C interface the
+Python unwinder uses (open, place, lookup, unwind with a prefetched window
+and a fallback reader, the caller bookkeeping) and the JIT reader's entry
+point, on fixture binaries of every SFrame version and on bad input.
+
+usage: test_native_api.py --library build/.../libsfunwind_gdb.so
+Prints each check; exit status 1 if any failed."""
+
+import argparse
+import ctypes
+import importlib.util
+import os
+import struct
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "bin")
+
+spec = importlib.util.spec_from_file_location("native", os.path.join(ROOT, "gdb-python", "sfunwind_gdb", "native.py"))
+native = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(native)
+
+failures = []
+
+
+def check(name, ok, detail=""):
+    print("%s %s%s" % ("ok  " if ok else "FAIL", name, ": " + str(detail) if detail != "" else ""))
+    if not ok:
+        failures.append(name)
+
+
+def symbols(path):
+    out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
+    syms = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tT":
+            syms[parts[2]] = int(parts[0], 16)
+    return syms
+
+
+class Stack:
+    """A fake stack: 8-byte little-endian words at addresses, for the fallback reader."""
+
+    def __init__(self):
+        self.words = {}
+        self.reads = []
+
+    def read(self, addr, buf, size):
+        self.reads.append((addr, size))
+        data = b""
+        for a in range(addr, addr + size, 8):
+            if a not in self.words:
+                return 0
+            data += struct.pack("<Q", self.words[a])
+        ctypes.memmove(buf, data[:size], size)
+        return 1
+
+
+def unwind(lib, pc, sp, fp, level, window_addr=0, window=b""):
+    frame = native.Frame(pc=pc, sp=sp, fp=fp, has_fp=1, level=level, window_addr=window_addr)
+    res = native.UnwindResult()
+    status = lib.unwind_raw(ctypes.addressof(frame), window, len(window), ctypes.addressof(res))
+    return status, res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--library", required=True)
+    args = ap.parse_args()
+    lib = native.Library(args.library)
+    check("API version", lib._lib.sfunwind_gdb_api_version() == native.API_VERSION)
+
+    # Not an SFrame file: a clean NOT_FOUND with the file named.
+    try:
+        lib.open_file(os.path.join(FIXTURES, "..", "manifest.tsv"))
+        check("open a non-ELF file fails", False)
+    except native.NativeError as e:
+        check("open a non-ELF file fails", "manifest.tsv" in str(e), e)
+    # Garbage bytes: an error, no crash.
+    try:
+        lib.open_bytes(b"\xe2\xde\x03" + b"\xff" * 40, 0x1000, "garbage")
+        check("open garbage bytes fails", False)
+    except native.NativeError as e:
+        check("open garbage bytes fails", "garbage" in str(e), e)
+
+    stack = Stack()
+    read_cb = native.READ_FN(stack.read)
+    reg_cb = native.REG_FN(lambda reg, out: 0)
+    lib.set_callbacks(read_cb, reg_cb)
+
+    for writer, version in (("gas-2.40", 1), ("gas-2.44", 2), ("gas-2.47", 3), ("clang-23", 2)):
+        path = os.path.join(FIXTURES, writer, "recurse-O2-nofp-static")
+        module = lib.open_file(path)
+        info = lib.module_info(module)
+        check("%s: SFrame version" % writer, info.version == version, info.version)
+        syms = symbols(path)
+        lib.place(module, 0)
+        leaf, rec = syms["fixture_leaf"], syms["recurse"]
+        check("%s: module_at(fixture_leaf)" % writer, lib.module_at(leaf) == module)
+        check("%s: .text address" % writer, lib.section_vaddr(module, ".text") is not None)
+
+        # Frame 0 at the entry of recurse: CFA = sp + 8, RA at CFA - 8.
+        row = lib.lookup(rec)
+        check("%s: row at recurse's entry" % writer, lib.describe(row).startswith("CFA=rsp+8 RA=[CFA-8]"),
+              lib.describe(row))
+        sp, ret = 0x7FFF0000, rec + 5  # a "return address" inside recurse
+        window = struct.pack("<Q", ret)
+        status, res = unwind(lib, rec, sp, 0x1234, 0, sp, window)
+        check("%s: unwind at entry from the window" % writer,
+              status == 0 and res.pc == ret and res.sp == sp + 8 and res.cfa == sp + 8 and res.fp == 0x1234
+              and res.func_start == rec and res.fallback_reads == 0 and res.topmost == 1,
+              "status %d pc 0x%x sp 0x%x cfa 0x%x" % (status, res.pc, res.sp, res.cfa))
+        # The same frame without a window: the planned window is read
+        # through the callback, in one request.
+        stack.words = {sp: ret}
+        stack.reads = []
+        status, res = unwind(lib, rec, sp, 0x1234, 0)
+        check("%s: unwind through the read callback" % writer,
+              status == 0 and res.pc == ret and stack.reads == [(sp, 8)], stack.reads)
+        # The caller it produced is looked up as a return address (pc - 1):
+        # recurse's return address inside recurse stays in recurse.
+        frow, top = native.Row(), ctypes.c_int()
+        st = lib.lookup_frame_raw(ret, sp + 8, -1, ctypes.byref(frow), ctypes.byref(top))
+        check("%s: produced caller is a caller" % writer, st == 0 and top.value == 0)
+        # Unreadable memory: an error naming the address, not a crash.
+        stack.words = {}
+        status, res = unwind(lib, rec, sp, 0x1234, 0)
+        check("%s: unreadable stack" % writer, status == native.MEMORY_UNREADABLE, lib.last_error())
+        # A PC outside every module: NOT_FOUND.
+        status, res = unwind(lib, 0x10, sp, 0, 0)
+        check("%s: pc outside the modules" % writer, status == native.NOT_FOUND, lib.last_error())
+        lib.unplace(module)
+        check("%s: unplaced module answers nothing" % writer, lib.module_at(leaf) == -1)
+
+    # The JIT reader entry point: GDB's interface version 1, every callback set.
+    init = lib._lib.gdb_init_reader
+    init.restype = ctypes.POINTER(ctypes.c_void_p * 6)
+    funcs = init().contents
+    version = ctypes.cast(ctypes.pointer(funcs), ctypes.POINTER(ctypes.c_int)).contents.value
+    check("JIT reader: interface version 1 and callbacks", version == 1 and all(funcs[i] for i in (2, 3, 4, 5)))
+    check("JIT reader: GPL-compatible declaration", hasattr(lib._lib, "plugin_is_GPL_compatible"))
+
+    print("%d failed" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
