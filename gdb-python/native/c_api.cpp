@@ -281,11 +281,10 @@ void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn r
     callbacks().reg = reg;
 }
 
-int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, const uint8_t* window, size_t window_size,
-                        struct sfunwind_gdb_unwind_result* out) {
+int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, struct sfunwind_gdb_unwind_result* out) {
     try {
         if (frame == nullptr || out == nullptr) return fail_argument("null argument");
-        if (window == nullptr && window_size != 0) return fail_argument("window without bytes");
+        if (frame->window == nullptr && frame->window_size != 0) return fail_argument("window without bytes");
         g::FrameInput in;
         in.pc = frame->pc;
         in.sp = frame->sp;
@@ -295,7 +294,8 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, const uint8_t* w
         CallbackMemory target(callbacks().read);
         CallbackRegisters registers(callbacks().reg);
         auto done = g::unwind_frame(g::table(), in, frame->window_addr,
-                                    std::span<const std::uint8_t>(window, window_size), target, registers);
+                                    std::span<const std::uint8_t>(frame->window, frame->window_size), target,
+                                    registers);
         if (!done) return fail(done.error());
         *out = {};
         out->pc = done->step.caller.pc;

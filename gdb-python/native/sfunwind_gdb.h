@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 1 };
+enum { SFUNWIND_GDB_API_VERSION = 2 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -185,8 +185,9 @@ struct sfunwind_gdb_frame {
     uint32_t has_fp;
     uint32_t has_ra;
     int32_t level;           /* GDB's frame level, -1 if unknown */
-    uint32_t reserved;
-    uint64_t window_addr;    /* where the prefetched window starts */
+    uint32_t window_size;    /* bytes at `window` (0: no window) */
+    uint64_t window_addr;    /* target address of window[0] */
+    const uint8_t* window;   /* prefetched stack memory */
 };
 
 struct sfunwind_gdb_unwind_result {
@@ -211,7 +212,7 @@ struct sfunwind_gdb_unwind_result {
 /* Where sfunwind_gdb_unwind() reads memory and registers it was not given. */
 void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg);
 /* One frame in one call: sfunwind_gdb_lookup_frame(), then the step with
- * `window` (window_size bytes at frame->window_addr; may be empty). If the
+ * the frame's prefetched window (may be empty). If the
  * row's window is not inside it, that window is read through the read
  * callback in one request. The link register (if the frame is topmost and
  * has_ra is 0) and the FP (if the rules read it and has_fp is 0) come from
@@ -219,8 +220,7 @@ void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn r
  * out->fp_restored: otherwise the caller's FP is the frame's own, which the
  * caller of this function already holds (GDB's Python API charges for
  * every register value converted to a number). */
-int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, const uint8_t* window, size_t window_size,
-                        struct sfunwind_gdb_unwind_result* out);
+int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, struct sfunwind_gdb_unwind_result* out);
 
 /* The native (JIT reader) path's bookkeeping. */
 struct sfunwind_gdb_native_stats {

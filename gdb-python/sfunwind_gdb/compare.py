@@ -71,10 +71,11 @@ def walk(lib, limit=256, exact_cfa_frames=1024):
     """The frames of the current stop with the unwinders now active, and
     the reason the walk ended.
 
-    The CFA is the frame id's stack address for the first
-    `exact_cfa_frames` frames; deeper (and where GDB cannot print the id),
-    it is derived from the caller's SP (CFA = caller's SP - the ABI's
-    offset), which keeps a 10,000-frame walk to seconds."""
+    The CFA is the frame id's stack address and the FP is read for the
+    first `exact_cfa_frames` frames; deeper, the CFA is derived from the
+    caller's SP (CFA = caller's SP - the ABI's offset, as where GDB cannot
+    print the id) and the FP is left out, which keeps a 10,000-frame walk
+    to seconds."""
     records = []
     try:
         frame = gdb.newest_frame()
@@ -90,9 +91,13 @@ def walk(lib, limit=256, exact_cfa_frames=1024):
         level = frame.level()
         lookup = pc if level == 0 or frame.type() != gdb.NORMAL_FRAME else pc - 1
         sframe = lib.module_at(pc) >= 0 or lib.module_at(lookup) >= 0
-        cfa = _cfa(frame) if len(records) < exact_cfa_frames else None
-        records.append(FrameRecord(level, frame.name(), pc, cfa, _register(frame, regs.sp),
-                                   _register(frame, regs.fp), sframe))
+        exact = len(records) < exact_cfa_frames
+        cfa = _cfa(frame) if exact else None
+        # Deeper, the FP is not read either: GDB's DWARF unwinder answers an
+        # unsaved register by asking the next frame, down to frame 0, so
+        # each read costs time in proportion to the level.
+        fp = _register(frame, regs.fp) if exact else None
+        records.append(FrameRecord(level, frame.name(), pc, cfa, _register(frame, regs.sp), fp, sframe))
         try:
             older = frame.older()
         except gdb.error as e:
@@ -152,41 +157,41 @@ def first_divergence(sframe, cfi):
     return None
 
 
-def explain(session, sframe, cfi, index):
-    """Why the walks part at frame `index`: the fields, and what unwound the
-    frames involved."""
-    lines = []
-    if index >= len(sframe) or index >= len(cfi):
-        longer, shorter = ("CFI", "SFrame") if index >= len(sframe) else ("SFrame", "CFI")
-        lines.append("the %s walk ends after %d frames; the %s walk goes on" % (shorter, index, longer))
-    else:
-        a, b = sframe[index], cfi[index]
-        diff = [f for f in FIELDS if getattr(a, f) != getattr(b, f)]
-        lines.append("frame #%d differs in %s" % (index, ", ".join(diff)))
-        if diff == ["cfa"]:
-            lines.append("  the CFA is this frame's own unwinder's: %s" %
-                         ("SFrame's row below" if a.sframe else "not SFrame (GDB's own unwinders)"))
-    if index == 0:
-        return lines
-    callee = sframe[index - 1] if index - 1 < len(sframe) else None
-    if callee is None:
-        return lines
-    if not callee.sframe:
-        lines.append("  frame #%d (%s, pc 0x%x) is in no module with SFrame: GDB's own unwinders unwound it "
-                     "in both walks" % (callee.level, callee.function or "??", callee.pc))
-        return lines
-    lookup = callee.pc if callee.level == 0 else callee.pc - 1
+def _row_line(session, frame, what):
+    """What SFrame says for `frame` (looked up at pc, or pc - 1 for a
+    return address), as one line."""
+    lookup = frame.pc if frame.level == 0 else frame.pc - 1
+    if not frame.sframe:
+        return "  %s: frame #%d (%s, pc 0x%x) is in no module with SFrame: GDB's own unwinders took it in " \
+               "both walks" % (what, frame.level, frame.function or "??", frame.pc)
     try:
         row = session.lib.lookup(lookup)
-        lines.append("  frame #%d (%s) was unwound with the SFrame row at 0x%x: %s (FDE %d, FRE %d, "
-                     "[0x%x, 0x%x))" % (callee.level, callee.function or "??", lookup,
-                                         session.lib.describe(row), row.fde_index, row.fre_index,
-                                         row.pc_begin, row.pc_end))
-        if index < len(sframe) and index < len(cfi) and sframe[index].fp != cfi[index].fp:
-            lines.append("  SFrame restores the frame pointer only where the function saved it; CFI may "
-                         "track it in another register")
-    except Exception as e:  # noqa: BLE001 -- any lookup failure is the explanation
-        lines.append("  frame #%d: no SFrame row at 0x%x: %s" % (callee.level, lookup, e))
+    except Exception as e:  # noqa: BLE001 -- the failure is the explanation
+        return "  %s: no SFrame row for frame #%d at 0x%x: %s" % (what, frame.level, lookup, e)
+    return "  %s: SFrame row of frame #%d (%s) at 0x%x: %s (FDE %d, FRE %d, [0x%x, 0x%x))" % (
+        what, frame.level, frame.function or "??", lookup, session.lib.describe(row), row.fde_index,
+        row.fre_index, row.pc_begin, row.pc_end)
+
+
+def explain(session, sframe, cfi, index):
+    """Why the walks part at frame `index`: the fields, and the SFrame rows
+    behind them. A frame's CFA comes from its own row; its pc, sp and fp
+    from its callee's (the frame below)."""
+    if index >= len(sframe) or index >= len(cfi):
+        longer, shorter = ("CFI", "SFrame") if index >= len(sframe) else ("SFrame", "CFI")
+        lines = ["the %s walk ends after %d frames; the %s walk goes on" % (shorter, index, longer)]
+        if index > 0 and index - 1 < len(sframe):
+            lines.append(_row_line(session, sframe[index - 1], "last frame"))
+        return lines
+    a, b = sframe[index], cfi[index]
+    diff = [f for f in FIELDS if getattr(a, f) != getattr(b, f)]
+    lines = ["frame #%d differs in %s" % (index, ", ".join(diff))]
+    if "cfa" in diff:
+        lines.append(_row_line(session, a, "CFA"))
+    if index > 0 and any(f in diff for f in ("pc", "sp", "fp")):
+        lines.append(_row_line(session, sframe[index - 1], "pc/sp/fp"))
+        if "fp" in diff and not ("pc" in diff or "sp" in diff):
+            lines.append("  SFrame restores the frame pointer only where the function saved it on the stack")
     return lines
 
 

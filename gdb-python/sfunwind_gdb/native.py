@@ -7,7 +7,7 @@ every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
 import ctypes
 import os
 
-API_VERSION = 1
+API_VERSION = 2
 
 # enum sfunwind_gdb_status
 OK = 0
@@ -90,8 +90,9 @@ class Frame(ctypes.Structure):
         ("has_fp", ctypes.c_uint32),
         ("has_ra", ctypes.c_uint32),
         ("level", ctypes.c_int32),
-        ("reserved", ctypes.c_uint32),
+        ("window_size", ctypes.c_uint32),
         ("window_addr", ctypes.c_uint64),
+        ("window", ctypes.c_char_p),
     ]
 
 
@@ -207,8 +208,7 @@ class Library:
         self.set_callbacks = fn("sfunwind_gdb_set_callbacks", None, READ_FN, REG_FN)
         # Addresses (ctypes.addressof) rather than POINTER types: converting
         # an int argument is the cheapest ctypes does, and this runs per frame.
-        self.unwind_raw = fn("sfunwind_gdb_unwind", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
-                             ctypes.c_size_t, ctypes.c_void_p)
+        self.unwind_raw = fn("sfunwind_gdb_unwind", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
         self._native_stats = fn("sfunwind_gdb_get_native_stats", None, ctypes.POINTER(NativeStats))
         self.native_enable = fn("sfunwind_gdb_native_enable", None, ctypes.c_int)
         self.new_stop = fn("sfunwind_gdb_new_stop", None)

@@ -87,6 +87,9 @@ class Engine:
         self._pf = None
         self._pc = None
         self._cur_pf = None
+        # (level, pc, sp, sp value, fp value) of the caller the last unwind
+        # produced: when GDB asks for that frame next, nothing is read back.
+        self._next = None
         # {pc: (window base DWARF register, offset, size, the rules read the
         # FP)}: the library's previous answer for that PC.
         self.plans = {}
@@ -97,6 +100,7 @@ class Engine:
         self._result = native.UnwindResult()
         self._frame_ref = ctypes.addressof(self._frame)
         self._result_ref = ctypes.addressof(self._result)
+        self._unwind_raw = lib.unwind_raw
         self._read_cb = native.READ_FN(self._read_memory)
         self._reg_cb = native.REG_FN(self._read_dwarf_register)
         lib.set_callbacks(self._read_cb, self._reg_cb)
@@ -106,14 +110,18 @@ class Engine:
         """The inferior moved (or its memory or registers were written):
         nothing cached describes its frames now."""
         self._pf = None
+        self._next = None
         self._chunk = b""
+        self._frame.window_size = 0
         self.lib.new_stop()
 
     def forget_arch(self):
         """A new program or target: learn the architecture again."""
         self._arch_name = None
         self._pf = None
+        self._next = None
         self._chunk = b""
+        self._frame.window_size = 0
         self.plans.clear()
 
     def _set_arch(self, pf):
@@ -176,13 +184,20 @@ class Engine:
         return self._pc
 
     def unwind(self, pf, pc):
-        sp_value = pf.read_register(self._sp_id)
-        fp_value = pf.read_register(self._fp_id)
-        sp = int(sp_value)
+        level = pf.level()
+        nxt = self._next
+        if nxt is not None and nxt[0] == level and nxt[1] == pc:
+            # GDB is unwinding the caller this engine just produced: its SP
+            # and FP are the values handed to GDB for it (GDB read them from
+            # that UnwindInfo), so they need not be read back.
+            sp, sp_value, fp_value = nxt[2], nxt[3], nxt[4]
+        else:
+            sp_value = pf.read_register(self._sp_id)
+            fp_value = pf.read_register(self._fp_id)
+            sp = int(sp_value)
         frame = self._frame
         frame.pc = pc
         frame.sp = sp
-        level = pf.level()
         frame.level = level
         frame.has_ra = 0
         if level == 0 and self._link_id is not None:
@@ -198,14 +213,17 @@ class Engine:
         else:
             fp = None
             frame.has_fp = 0
-        window = b""
         if plan is not None and plan[2]:
             reg = plan[0]
             base = sp if reg == self._sp_dwarf else fp if reg == self._fp_dwarf else None
             if base is not None:
-                window = self._stack_window((base + plan[1]) & 0xFFFFFFFFFFFFFFFF, plan[2])
+                self._stack_window((base + plan[1]) & 0xFFFFFFFFFFFFFFFF, plan[2])
+            else:
+                frame.window_size = 0
+        else:
+            frame.window_size = 0
         self._cur_pf = pf
-        status = self.lib.unwind_raw(self._frame_ref, window, len(window), self._result_ref)
+        status = self._unwind_raw(self._frame_ref, self._result_ref)
         self._cur_pf = None
         if status != native.OK:
             return self._failed(pf, pc, sp, status)
@@ -215,18 +233,20 @@ class Engine:
                 self.plans.clear()
             self.plans[pc] = (res.window_reg, res.window_offset, res.window_size, res.needs_fp)
         cfa = gdb.Value(res.cfa)
-        info = pf.create_unwind_info(FrameId(cfa, self._code.get(res.func_start)))
+        code = self._code
+        info = pf.create_unwind_info(FrameId(cfa, code.get(res.func_start)))
         if self._cast is None:
             self._learn_cast(pf, sp_value)
         if self._cast:
             pc_type, sp_type = self._types
+            sp_out = gdb.Value(res.sp).cast(sp_type)
             info.add_saved_register(self._pc_id, gdb.Value(res.pc).cast(pc_type))
-            info.add_saved_register(self._sp_id, gdb.Value(res.sp).cast(sp_type))
         else:
-            info.add_saved_register(self._pc_id, self._code.get(res.pc))
-            info.add_saved_register(self._sp_id, cfa if res.sp == res.cfa else gdb.Value(res.sp))
+            sp_out = cfa if res.sp == res.cfa else gdb.Value(res.sp)
+            info.add_saved_register(self._pc_id, code.get(res.pc))
+        info.add_saved_register(self._sp_id, sp_out)
         if self._pseudo_pc is not None:
-            info.add_saved_register(self._pseudo_pc, self._code.get(res.pc))
+            info.add_saved_register(self._pseudo_pc, code.get(res.pc))
         # The FP: restored from the stack, or this frame's own (the value
         # read above, already of the register's type).
         if res.fp_restored:
@@ -236,29 +256,38 @@ class Engine:
         else:
             fp_out = fp_value
         info.add_saved_register(self._fp_id, fp_out)
+        self._next = (level + 1, res.pc, res.sp, sp_out, fp_out)
         self.counters.frames += 1
         return info
 
     def _stack_window(self, addr, size):
-        """Stack bytes covering [addr, addr + size), from a chunk read ahead
-        towards older frames: callers' slots lie just above a callee's, so
-        one read serves many frames. Sets the frame's window address."""
+        """Points the frame's window at stack bytes covering [addr, addr +
+        size): a chunk read ahead towards older frames, since callers' slots
+        lie just above a callee's and one read then serves many frames."""
         start = self._chunk_addr
         chunk = self._chunk
-        if not (start <= addr and addr + size <= start + len(chunk)):
-            inferior = gdb.selected_inferior()
+        frame = self._frame
+        if start <= addr and addr + size <= start + len(chunk):
+            if frame.window_addr != start or not frame.window_size:
+                frame.window = chunk
+                frame.window_size = len(chunk)
+                frame.window_addr = start
+            return
+        inferior = gdb.selected_inferior()
+        try:
+            chunk = inferior.read_memory(addr, self.CHUNK).tobytes()
+        except gdb.MemoryError:
+            # The chunk runs into unmapped memory (the stack's top end).
             try:
-                chunk = inferior.read_memory(addr, self.CHUNK).tobytes()
+                chunk = inferior.read_memory(addr, size).tobytes()
             except gdb.MemoryError:
-                # The chunk runs into unmapped memory (the stack's top end).
-                try:
-                    chunk = inferior.read_memory(addr, size).tobytes()
-                except gdb.MemoryError:
-                    return b""
-            start = self._chunk_addr = addr
-            self._chunk = chunk
-        self._frame.window_addr = start
-        return chunk
+                frame.window_size = 0
+                return
+        self._chunk_addr = addr
+        self._chunk = chunk
+        frame.window = chunk
+        frame.window_size = len(chunk)
+        frame.window_addr = addr
 
     def _learn_cast(self, pf, sp_value):
         """GDB 13 takes any value of the register's size; later versions may

@@ -47,9 +47,12 @@ def frames(limit):
     sp_name, fp_name = _SP.get(arch, "rsp"), _FP.get(arch, "rbp")
     stop = ""
     while frame is not None and len(out) < limit:
-        cfa = _frame_id_cfa(frame) if len(out) < 1024 else None
+        # Past 1024 frames neither the CFA nor the FP: both cost GDB time in
+        # proportion to the level (see sfunwind_gdb.compare.walk).
+        exact = len(out) < 1024
         entry = {"level": frame.level(), "pc": frame.pc(), "function": frame.name(),
-                 "sp": _reg(frame, sp_name), "fp": _reg(frame, fp_name), "cfa": cfa}
+                 "sp": _reg(frame, sp_name), "fp": _reg(frame, fp_name) if exact else None,
+                 "cfa": _frame_id_cfa(frame) if exact else None}
         if RECORD.get("rows") and len(out) < 64:
             # The SFrame row used to unwind this frame (sfunwind loaded).
             pc = entry["pc"] if entry["level"] == 0 else entry["pc"] - 1
@@ -67,6 +70,12 @@ def frames(limit):
             stop = gdb.frame_stop_reason_string(frame.unwind_stop_reason())
         frame = older
     gdb.newest_frame().select()
+    # Deep frames: the CFA from the caller's SP (CFA = caller's SP + 160 on
+    # s390x, = caller's SP elsewhere).
+    offset = 160 if arch == "s390:64-bit" else 0
+    for i in range(len(out) - 1):
+        if out[i]["cfa"] is None and out[i + 1]["sp"] is not None:
+            out[i]["cfa"] = out[i + 1]["sp"] + offset
     return out, stop
 
 

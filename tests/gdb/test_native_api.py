@@ -62,9 +62,10 @@ class Stack:
 
 
 def unwind(lib, pc, sp, fp, level, window_addr=0, window=b""):
-    frame = native.Frame(pc=pc, sp=sp, fp=fp, has_fp=1, level=level, window_addr=window_addr)
+    frame = native.Frame(pc=pc, sp=sp, fp=fp, has_fp=1, level=level, window_addr=window_addr,
+                         window=window, window_size=len(window))
     res = native.UnwindResult()
-    status = lib.unwind_raw(ctypes.addressof(frame), window, len(window), ctypes.addressof(res))
+    status = lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
     return status, res
 
 
