@@ -51,13 +51,22 @@ def command_file(loader, rounds, out_json):
                 "python T.setdefault(%r, []).append(time.perf_counter() - t0)" % mode,
             ]
     # How many frames each mode saw (the same, or the comparison is void).
+    # And how many of them each SFrame path unwound itself (its counters in
+    # `sframe status`), so a path that silently declined is not timed as if
+    # it had worked.
+    lines.append("python import re")
+    lines.append("python U = {}")
     for mode in MODES:
         lines += [
             SWITCH[mode],
             "maint flush register-cache",
+            "python s0 = gdb.execute('sframe status', to_string=True)",
             "python F[%r] = len(gdb.execute('bt', to_string=True).splitlines())" % mode,
+            "python s1 = gdb.execute('sframe status', to_string=True)",
+            "python U[%r] = [int(re.search(p, s1).group(1)) - int(re.search(p, s0).group(1)) for p in "
+            "(r'python path: (\\d+) frames', r'native path [^:]*: (\\d+) frames')]" % mode,
         ]
-    lines.append("python open(%r, 'w').write(json.dumps({'times': T, 'frames': F}))" % out_json)
+    lines.append("python open(%r, 'w').write(json.dumps({'times': T, 'frames': F, 'unwound': U}))" % out_json)
     lines.append("kill")
     return "\n".join(lines) + "\n"
 
@@ -93,6 +102,16 @@ def main():
             m, med[m], min(times[m]), max(times[m]), frames[m]))
     print("  python / dwarf = %.2f (target <= 1.0)" % (med["python"] / med["dwarf"]))
     print("  native / dwarf = %.2f (target <= 0.8)" % (med["native"] / med["dwarf"]))
+    unwound = data["unwound"]
+    for m in MODES:
+        print("  %-7s frames unwound by sfunwind: python path %d, native path %d" % (m, *unwound[m]))
+    # The DWARF run must owe nothing to sfunwind; each SFrame run must have
+    # unwound all but the outermost frames (_start and its caller) itself.
+    expect = {"dwarf": (0, 0), "python": (frames["python"] - 3, 0), "native": (0, frames["native"] - 3)}
+    bad = [m for m in MODES if any(abs(u - e) > 3 for u, e in zip(unwound[m], expect[m]))]
+    if bad:
+        print("FAIL: frames not unwound by the path being timed: %s" % ", ".join(bad))
+        return 1
     if len(set(frames.values())) != 1:
         print("FAIL: the modes saw different numbers of frames: %s" % frames)
         return 1
