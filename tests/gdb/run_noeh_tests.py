@@ -14,7 +14,9 @@ For each -noeh program that runs here, at its stop:
      equal A; and under plain GDB (reported).
 With a -g build (made here: a -noeh copy of recurse-O2-nofp-g), a local of
 an upper frame (level_2's stack array, located through the frame base
-DW_OP_call_frame_cfa) must print as in the CFI build.
+DW_OP_call_frame_cfa) must print as in the CFI build; and again with that
+copy's DWARF moved to a separate debug file (.gnu_debuglink), where the
+program must be registered once (not from the debug file's NOBITS .sframe).
 
 Both builds run from paths of the same length, so that their stacks (argv,
 environment, auxv strings) line up and addresses compare exactly.
@@ -320,6 +322,37 @@ def test_variable(g, rep, tmp, runs):
                            got))
     rep.check("frame variable in an upper frame (-g, no CFI)", want == "563" and got == want,
               "level_2 at #%s: %s" % ((c.get("variable") or {}).get("level"), got))
+    test_separate_debug(g, rep, tmp, nprog, rec, want)
+
+
+def test_separate_debug(g, rep, tmp, nprog, rec, want):
+    """The same program with its DWARF moved to a separate debug file (found
+    by .gnu_debuglink): GDB then has two objfiles for it, and the debug
+    file's .sframe is a NOBITS placeholder. The module must be registered
+    once, from the program, and the upper-frame local must still print."""
+    sdir = os.path.join(tmp, "gs")
+    os.makedirs(sdir, exist_ok=True)
+    sprog = os.path.join(sdir, os.path.basename(nprog))
+    debug = sprog + ".debug"
+    # (objcopy warns that the -noeh copy's notes no longer fit a segment: harmless here.)
+    subprocess.run(["objcopy", "--only-keep-debug", nprog, debug], check=True, capture_output=True)
+    subprocess.run(["objcopy", "--strip-debug", "--add-gnu-debuglink=%s" % debug, nprog, sprog], check=True,
+                   capture_output=True)
+    d = g.record([sprog], rec, sfunwind="python")
+    got = (d.get("variable") or {}).get("value")
+    rep.check("separate debug file: frame variable in an upper frame", got == want and not d.get("error"),
+              d.get("error") or "got %s, want %s" % (got, want))
+    proc = subprocess.run([g.gdb, "-nx", "-q", "-batch", "-ex", "set confirm off", "-ex", "source %s" % g.loader,
+                           "-ex", "run", "-ex", "info sharedlibrary", "-ex", "python print('OBJFILES', "
+                           "[o.filename for o in gdb.objfiles()])", "-ex", "sframe status", "-ex", "kill", sprog],
+                          capture_output=True, text=True, timeout=g.timeout, stdin=subprocess.DEVNULL)
+    objfiles = [l for l in proc.stdout.splitlines() if l.startswith("OBJFILES")]
+    status = [l for l in proc.stdout.splitlines() if l.strip().startswith(sprog)]
+    has_debug_objfile = bool(objfiles) and debug in objfiles[0]
+    print("     separate debug file: GDB objfiles include %s: %s; sframe status lines for the program: %d" % (
+        os.path.basename(debug), has_debug_objfile, len(status)))
+    rep.check("separate debug file: loaded by GDB, program registered once", has_debug_objfile and
+              len(status) == 1 and "SFrame" in status[0], "\n".join(status) or proc.stdout[-800:])
 
 
 def main():
