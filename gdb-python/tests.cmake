@@ -38,6 +38,22 @@ if(SFUNWIND_GDB_MULTIARCH AND SFUNWIND_QEMU_AARCH64 AND SFUNWIND_QEMU_S390X)
 else()
   message(WARNING "gdb-multiarch, qemu-aarch64 or qemu-s390x not found: gdb13_qemu is not registered")
 endif()
+# PowerPC64 programs without SFrame, unwound from their traceback tables
+# under qemu-ppc64/qemu-ppc64le's gdbstub, against GDB's CFI walk (Python
+# path only: GDB's JIT reader interface cannot set a PowerPC PC).
+find_program(SFUNWIND_QEMU_PPC64 qemu-ppc64)
+find_program(SFUNWIND_QEMU_PPC64LE qemu-ppc64le)
+if(SFUNWIND_GDB_MULTIARCH AND SFUNWIND_QEMU_PPC64 AND SFUNWIND_QEMU_PPC64LE)
+  set(_ppc64_cli)
+  if(TARGET sfunwind)
+    set(_ppc64_cli --sfunwind $<TARGET_FILE:sfunwind>)
+  endif()
+  add_test(NAME gdb13_ppc64 COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_ppc64_tests.py
+           --gdb ${SFUNWIND_GDB_MULTIARCH} --loader ${_loader} ${_ppc64_cli})
+  set_tests_properties(gdb13_ppc64 PROPERTIES LABELS "gdb;ppc64" TIMEOUT 1800)
+else()
+  message(WARNING "gdb-multiarch, qemu-ppc64 or qemu-ppc64le not found: gdb13_ppc64 is not registered")
+endif()
 add_test(NAME gdb_native_api COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/test_native_api.py
          --library $<TARGET_FILE:sfunwind_gdb>)
 set_tests_properties(gdb13_live_gas-2.40 gdb13_live_gas-2.44 gdb13_live_gas-2.47 gdb13_live_clang-23

@@ -11,10 +11,12 @@
 #include "sfunwind/unwind/step.hpp"
 #include "sfunwind/unwind/window.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -72,6 +74,13 @@ public:
 private:
     sfunwind_gdb_reg_fn fn_;
 };
+
+// A NUL-terminated copy of `text` in a fixed C array, cut to fit.
+template <std::size_t N> void copy_string(std::string_view text, char (&out)[N]) {
+    const std::size_t n = std::min(N - 1, text.size());
+    std::memcpy(out, text.data(), n);
+    out[n] = '\0';
+}
 
 struct Callbacks {
     sfunwind_gdb_read_fn read = nullptr;
@@ -134,25 +143,34 @@ int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info
     try {
         const g::OpenModule* m = g::table().get(module);
         if (m == nullptr || out == nullptr) return fail_argument("no such module");
-        const auto& s = *m->section;
-        const auto& h = s.header();
         *out = {};
-        out->version = static_cast<std::uint32_t>(h.version);
-        out->abi_arch = static_cast<std::uint32_t>(h.abi_arch);
-        out->flags = h.flags;
-        out->num_fdes = h.num_fdes;
-        out->num_fres = h.num_fres;
+        if (m->section) {
+            const auto& s = *m->section;
+            const auto& h = s.header();
+            out->table = SFUNWIND_GDB_TABLE_SFRAME;
+            out->version = static_cast<std::uint32_t>(h.version);
+            out->abi_arch = static_cast<std::uint32_t>(h.abi_arch);
+            out->flags = h.flags;
+            out->num_fdes = h.num_fdes;
+            out->num_fres = h.num_fres;
+            out->section_vaddr = s.vaddr();
+            out->section_size = s.used_size();
+        } else {
+            out->table = SFUNWIND_GDB_TABLE_PPC64_TRACEBACK;
+            out->num_functions = m->functions;
+        }
+        const sfunwind::Abi& abi = m->abi();
         out->placed = m->placed ? 1U : 0U;
-        out->section_vaddr = s.vaddr();
-        out->section_size = s.used_size();
         out->text_begin = m->text_begin;
         out->text_end = m->text_end;
         out->bias = m->bias;
-        out->sp_reg = s.abi().sp_reg;
-        out->fp_reg = s.abi().fp_reg;
-        out->ra_reg = s.abi().ra_reg;
-        out->ra_in_register = s.abi().ra_in_register ? 1U : 0U;
-        out->sp_from_cfa = s.abi().sp_from_cfa;
+        out->sp_reg = abi.sp_reg;
+        out->fp_reg = abi.fp_reg;
+        out->ra_reg = abi.ra_reg;
+        out->ra_in_register = abi.ra_in_register ? 1U : 0U;
+        out->sp_from_cfa = abi.sp_from_cfa;
+        copy_string(abi.name, out->abi_name);
+        copy_string(m->kind(), out->kind);
         return SFUNWIND_GDB_OK;
     } catch (...) {
         return fail_exception();
@@ -233,7 +251,7 @@ size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size
         if (row == nullptr) return 0;
         const g::OpenModule* m = g::table().get(row->module);
         if (m == nullptr) return 0;
-        const std::string text = sfunwind::describe(g::from_c(*row), m->section->abi());
+        const std::string text = sfunwind::describe(g::from_c(*row), m->abi());
         if (buf != nullptr && size > 0) {
             const std::size_t n = std::min(size - 1, text.size());
             std::memcpy(buf, text.data(), n);
@@ -260,7 +278,7 @@ int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_
         sfunwind::WindowMemory memory(window_addr, std::span<const std::uint8_t>(window, window_size), &fallback);
         CallbackRegisters extra(reg);
         const sfunwind::Row r = g::from_c(*row);
-        auto next = sfunwind::step(r, m->section->abi(), callee, topmost != 0, memory, &extra);
+        auto next = sfunwind::step(r, m->abi(), callee, topmost != 0, memory, &extra);
         if (!next) return fail(next.error());
         *out = {};
         out->pc = next->caller.pc;

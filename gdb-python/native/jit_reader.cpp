@@ -45,6 +45,11 @@ std::optional<DwarfNumbers> numbers(const Abi& abi) {
     case Arch::X86_64: return DwarfNumbers{abi.ra_reg, abi.sp_reg, abi.fp_reg, -1};
     case Arch::AArch64: return DwarfNumbers{32, abi.sp_reg, abi.fp_reg, abi.ra_reg};
     case Arch::S390x: return DwarfNumbers{65, abi.sp_reg, abi.fp_reg, abi.ra_reg};
+    // GDB's DWARF register map for PowerPC (rs6000_dwarf2_reg_to_regnum)
+    // gives no DWARF number for the PC, and the reader sets registers by
+    // DWARF number only: a caller's PC cannot be given, GDB would stop with
+    // "frame did not save the PC" (GDB 13 and 18, every number 0-1299
+    // tried). PowerPC frames are left to the Python path.
     case Arch::Ppc64: return std::nullopt;
     }
     return std::nullopt;

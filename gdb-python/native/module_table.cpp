@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "module_table.hpp"
 
+#include "sfunwind/ppc64/index.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -32,7 +34,42 @@ void text_range(const sframe::Section& section, std::uint64_t& begin, std::uint6
     if (begin > end) begin = end = 0;
 }
 
+// The key ids_ finds a placed module by: its table.
+const void* table_key(const Module& m) noexcept {
+    return m.section ? static_cast<const void*>(m.section.get()) : static_cast<const void*>(m.rows.get());
+}
+
+// A 64-bit PowerPC file without SFrame: its traceback tables (64-bit
+// PowerPC ELF ABI 3.3), which GCC writes after every function by default.
+// NotFound when no function symbol leads to a table (-mtraceback=no).
+Expected<OpenModule> open_traceback_tables(const std::string& path, std::shared_ptr<const elf::ElfFile> elf) {
+    auto index = ppc64::TracebackIndex::build(*elf);
+    if (!index) return std::move(index).error();
+    const std::size_t tables = index->by_symbols().tables.size();
+    if (tables == 0) return Error(Errc::NotFound, path + ": no SFrame section and no traceback tables");
+    OpenModule m;
+    m.name = path;
+    m.elf = elf.get();
+    m.owner = elf;
+    m.functions = static_cast<std::uint32_t>(std::min<std::size_t>(tables, 0xffffffff));
+    // Lookups outside a function's code fail on their own; the range only
+    // lets the unwinder decline PCs in no executable section at once.
+    m.text_begin = ~std::uint64_t{0};
+    for (const auto& code : index->code()) {
+        m.text_begin = std::min(m.text_begin, code.vaddr);
+        m.text_end = std::max(m.text_end, code.vaddr + code.bytes.size());
+    }
+    auto shared = std::make_shared<const ppc64::TracebackIndex>(std::move(*index));
+    m.rows = std::make_shared<const RowSourceOf<ppc64::TracebackIndex>>(std::move(shared), "ppc64 traceback tables");
+    return m;
+}
+
 } // namespace
+
+std::string OpenModule::kind() const {
+    if (section) return "SFrame v" + std::to_string(static_cast<unsigned>(section->header().version));
+    return rows ? rows->kind() : "closed";
+}
 
 ModuleTable& table() {
     static ModuleTable instance;
@@ -41,7 +78,7 @@ ModuleTable& table() {
 
 Expected<std::int32_t> ModuleTable::add(OpenModule module) {
     if (modules_.size() >= 0x7fffffff) return Error(Errc::Unsupported, "too many modules");
-    text_range(*module.section, module.text_begin, module.text_end);
+    if (module.section) text_range(*module.section, module.text_begin, module.text_end);
     modules_.push_back(std::move(module));
     return static_cast<std::int32_t>(modules_.size() - 1);
 }
@@ -51,7 +88,16 @@ Expected<std::int32_t> ModuleTable::open_file(const std::string& path) {
     if (!file) return std::move(file).error();
     auto elf = std::make_shared<elf::ElfFile>(std::move(*file));
     auto section = elf->sframe();
-    if (!section) return std::move(section).error();
+    if (!section) {
+        // Only a file that has no SFrame at all falls back to traceback
+        // tables: a damaged .sframe is reported, not replaced.
+        const auto abi = elf->abi();
+        if (section.error().code() != Errc::NotFound || !abi || abi->arch != Arch::Ppc64)
+            return std::move(section).error();
+        auto tables = open_traceback_tables(path, elf);
+        if (!tables) return std::move(tables).error();
+        return add(std::move(*tables));
+    }
     OpenModule m;
     m.name = path;
     m.elf = elf.get();
@@ -74,7 +120,7 @@ Expected<std::int32_t> ModuleTable::open_bytes(std::span<const std::uint8_t> byt
 }
 
 const OpenModule* ModuleTable::get(std::int32_t id) const noexcept {
-    if (id < 0 || static_cast<std::size_t>(id) >= modules_.size() || !modules_[static_cast<std::size_t>(id)].section)
+    if (id < 0 || static_cast<std::size_t>(id) >= modules_.size() || !modules_[static_cast<std::size_t>(id)].is_open())
         return nullptr;
     return &modules_[static_cast<std::size_t>(id)];
 }
@@ -96,7 +142,7 @@ Status ModuleTable::unplace(std::int32_t id) {
 }
 
 void ModuleTable::reset() {
-    // Ids stay unique for the life of the process: closed slots keep no section.
+    // Ids stay unique for the life of the process: closed slots keep no table.
     for (auto& m : modules_) m = OpenModule{};
     rebuild();
     new_stop();
@@ -107,7 +153,7 @@ void ModuleTable::rebuild() {
     ids_.clear();
     for (std::size_t i = 0; i < modules_.size(); ++i) {
         const auto& m = modules_[i];
-        if (!m.placed || !m.section || m.text_end <= m.text_begin) continue;
+        if (!m.placed || !m.is_open() || m.text_end <= m.text_begin) continue;
         Module mod;
         mod.name = m.name;
         mod.bias = m.bias;
@@ -115,33 +161,34 @@ void ModuleTable::rebuild() {
         mod.end = m.text_end + m.bias;
         mod.owner = m.owner;
         mod.section = m.section;
+        mod.rows = m.rows;
+        ids_[table_key(mod)] = static_cast<std::int32_t>(i);
         placed_.add(std::move(mod));
-        ids_[m.section.get()] = static_cast<std::int32_t>(i);
     }
 }
 
 std::int32_t ModuleTable::module_at(std::uint64_t pc) const noexcept {
     const Module* m = placed_.find(pc);
     if (m == nullptr) return -1;
-    auto it = ids_.find(m->section.get());
+    auto it = ids_.find(table_key(*m));
     return it == ids_.end() ? -1 : it->second;
 }
 
 const Abi* ModuleTable::abi() const noexcept {
     const auto& mods = placed_.modules();
-    return mods.empty() ? nullptr : &mods.front().section->abi();
+    return mods.empty() ? nullptr : mods.front().abi();
 }
 
 Expected<FoundRow> ModuleTable::lookup(std::uint64_t pc) const {
     const Module* m = placed_.find(pc);
     if (m == nullptr) return Error(Errc::NotFound, "no module with SFrame covers " + hex(pc), pc);
-    auto row = m->section->lookup(pc - m->bias);
+    auto row = m->lookup(pc - m->bias);
     if (!row) return Error(row.error().code(), m->name + ": " + row.error().message(), pc);
     FoundRow out;
     out.row = *row;
-    out.module = ids_.at(m->section.get());
+    out.module = ids_.at(table_key(*m));
     out.bias = m->bias;
-    out.abi = &m->section->abi();
+    out.abi = m->abi();
     return out;
 }
 

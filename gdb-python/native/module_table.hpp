@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The modules GDB's side of sfunwind knows (each an SFrame section and where
-// it is loaded), and which frames the unwinder itself produced. One table per
+// The modules GDB's side of sfunwind knows (each an unwind table and where it
+// is loaded), and which frames the unwinder itself produced. One table per
 // process: the Python unwinder and the JIT reader both read it.
+//
+// A module's table is its SFrame section; a 64-bit PowerPC file without one
+// uses its traceback tables (ppc64::TracebackIndex) instead. Both give Rows
+// through sfunwind::Module::lookup(), and every frame is stepped alike.
 #pragma once
 
 #include "sfunwind/elf/elf_file.hpp"
@@ -9,6 +13,7 @@
 #include "sfunwind/row.hpp"
 #include "sfunwind/sframe/section.hpp"
 #include "sfunwind/unwind/module_set.hpp"
+#include "sfunwind/unwind/row_source.hpp"
 #include "sfunwind/unwind/step.hpp"
 
 #include <cstdint>
@@ -23,13 +28,22 @@ namespace sfunwind::gdb {
 
 struct OpenModule {
     std::string name;
-    std::shared_ptr<const void> owner;              // keeps the section's bytes alive
+    std::shared_ptr<const void> owner;              // keeps the table's bytes alive
+    // The module's table: its SFrame section, or else another row source
+    // (ppc64 traceback tables). Both are null once the module is closed.
     std::shared_ptr<const sframe::Section> section;
+    std::shared_ptr<const RowSource> rows;
+    std::uint32_t functions = 0;                    // `rows`: functions with a table
     const elf::ElfFile* elf = nullptr;              // null for modules opened from bytes
-    std::uint64_t text_begin = 0;                   // link-time range the FDEs cover
+    std::uint64_t text_begin = 0;                   // link-time range the table covers
     std::uint64_t text_end = 0;
     bool placed = false;
     std::uint64_t bias = 0;
+
+    bool is_open() const noexcept { return section || rows; }
+    const Abi& abi() const noexcept { return section ? section->abi() : rows->abi(); }
+    // "SFrame v2", "ppc64 traceback tables".
+    std::string kind() const;
 };
 
 // A row found for a run-time PC, with the module it came from.
@@ -93,7 +107,8 @@ private:
 
     std::vector<OpenModule> modules_;                // index = module id
     ModuleSet placed_;
-    std::unordered_map<const sframe::Section*, std::int32_t> ids_;
+    // Module id by the placed module's table (its section or row source).
+    std::unordered_map<const void*, std::int32_t> ids_;
     std::unordered_map<FrameKey, bool, FrameKeyHash> callers_;
     std::optional<FrameKey> topmost_;
 };

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The C interface of libsfunwind_gdb.so: what GDB's Python side (through
  * ctypes) and GDB's JIT reader interface share. The library holds one table
- * of modules (an executable or shared library's SFrame section and its load
- * bias); Python fills it, and both unwind paths read it:
+ * of modules (an executable or shared library's unwind table and its load
+ * bias: the SFrame section, or for a 64-bit PowerPC file without one, its
+ * traceback tables); Python fills it, and both unwind paths read it:
  *   - the Python unwinder calls sfunwind_gdb_lookup() and sfunwind_gdb_step()
  *     for each frame;
  *   - after `jit-reader-load` of this same file, GDB calls the reader entry
@@ -26,7 +27,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 2 };
+enum { SFUNWIND_GDB_API_VERSION = 3 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -63,7 +64,9 @@ enum sfunwind_gdb_row_flags {
 };
 
 /* A row (sfunwind::Row) with its addresses at run time (link-time + bias),
- * plus the stack window its step reads (sfunwind::plan_reads). */
+ * plus the stack window its step reads (sfunwind::plan_reads). From ppc64
+ * traceback tables: fde_index 0, fre_index the run of instructions with the
+ * same rules within the function. */
 struct sfunwind_gdb_row {
     uint64_t pc_begin;
     uint64_t pc_end;
@@ -112,6 +115,16 @@ typedef int (*sfunwind_gdb_read_fn)(uint64_t addr, void* buf, size_t len);
 /* Stores the value of DWARF register `reg` in *value; returns 1 if known. */
 typedef int (*sfunwind_gdb_reg_fn)(uint32_t reg, uint64_t* value);
 
+/* Where a module's rows come from. */
+enum sfunwind_gdb_table {
+    SFUNWIND_GDB_TABLE_SFRAME = 0,
+    /* 64-bit PowerPC traceback tables (ELF ABI 3.3), for a file without
+     * SFrame: no section, no FDEs or FREs; rows per function, from its
+     * table and its code (sfunwind/ppc64/index.hpp). */
+    SFUNWIND_GDB_TABLE_PPC64_TRACEBACK = 1
+};
+
+/* The SFrame fields (version to section_size) are 0 for other tables. */
 struct sfunwind_gdb_module_info {
     uint32_t version;        /* SFrame version */
     uint32_t abi_arch;       /* sfh_abi_arch */
@@ -121,7 +134,7 @@ struct sfunwind_gdb_module_info {
     uint32_t placed;         /* sfunwind_gdb_place() was called */
     uint64_t section_vaddr;  /* link-time address of the section */
     uint64_t section_size;   /* bytes used */
-    uint64_t text_begin;     /* link-time [begin, end) the FDEs cover */
+    uint64_t text_begin;     /* link-time [begin, end) the table covers */
     uint64_t text_end;
     uint64_t bias;           /* run time - link time, once placed */
     uint16_t sp_reg;         /* DWARF numbers of the ABI's SP, FP, RA */
@@ -129,7 +142,11 @@ struct sfunwind_gdb_module_info {
     uint16_t ra_reg;
     uint16_t ra_in_register; /* the ABI has a link register */
     int32_t sp_from_cfa;     /* caller SP = CFA + this */
+    uint32_t table;          /* sfunwind_gdb_table */
+    uint32_t num_functions;  /* traceback tables: functions with a table */
     uint32_t reserved;
+    char abi_name[16];       /* "amd64", "ppc64le", ... (NUL-terminated) */
+    char kind[32];           /* "SFrame v3", "ppc64 traceback tables" */
 };
 
 int sfunwind_gdb_api_version(void);
@@ -137,7 +154,9 @@ int sfunwind_gdb_api_version(void);
 const char* sfunwind_gdb_last_error(void);
 
 /* Opens the SFrame section of an ELF file (by name, section type, or
- * PT_GNU_SFRAME). Returns a module id >= 0, or -1. */
+ * PT_GNU_SFRAME); a 64-bit PowerPC file without SFrame is opened with its
+ * traceback tables instead. Returns a module id >= 0, or -1 (NOT_FOUND: the
+ * file has neither). */
 int32_t sfunwind_gdb_open_file(const char* path);
 /* A module from the bytes of a section read elsewhere (a remote target's
  * memory, a separate file); `vaddr` is the address the bytes are at, in the

@@ -4,11 +4,33 @@
 import gdb
 
 from . import PATH_NATIVE, PATH_OFF, PATH_PYTHON
+from . import arch as arch_mod
 from . import compare as compare_mod
 from . import native
 
 _VERSION_NAMES = {1: "v1", 2: "v2", 3: "v3"}
 _ABI_NAMES = {1: "aarch64-be", 2: "aarch64", 3: "amd64", 4: "s390x"}
+
+
+def _table(info):
+    """What a module's rows come from, as `sframe status` shows it."""
+    if info.table == native.TABLE_SFRAME:
+        return "SFrame %s %s, %d FDEs, %d FREs, flags %s" % (
+            _VERSION_NAMES.get(info.version, str(info.version)), _ABI_NAMES.get(info.abi_arch, str(info.abi_arch)),
+            info.num_fdes, info.num_fres, _flags(info.flags))
+    return "%s (%s), %d functions" % (info.kind.decode(), info.abi_name.decode(), info.num_functions)
+
+
+def _current_arch():
+    """GDB's name of the current architecture, or None before a program."""
+    try:
+        return gdb.selected_frame().architecture().name()
+    except gdb.error:
+        pass
+    try:
+        return gdb.selected_inferior().architecture().name()
+    except (gdb.error, AttributeError):
+        return None
 
 
 def _flags(flags):
@@ -20,7 +42,8 @@ def _flags(flags):
 
 
 class SframePrefix(gdb.Command):
-    """Unwind with SFrame (.sframe sections) in GDB.
+    """Unwind with SFrame (.sframe sections) in GDB, and 64-bit PowerPC
+programs without SFrame with their traceback tables.
 
 sframe status            modules with SFrame, the active path, frames unwound
 sframe enable [python|native]
@@ -36,8 +59,8 @@ sframe row ADDR          the SFrame row and rules at an address"""
 
 
 class StatusCommand(gdb.Command):
-    """Show the objfiles with SFrame, which unwinding path is active, and how
-many frames each path unwound.
+    """Show the objfiles with SFrame (or ppc64 traceback tables), which
+unwinding path is active, and how many frames each path unwound.
 
 Usage: sframe status"""
 
@@ -56,10 +79,7 @@ Usage: sframe status"""
             info = module.info
             where = "not placed (%s)" % module.error if module.bias is None else "bias 0x%x, [0x%x, 0x%x)" % (
                 module.bias, *module.runtime_range)
-            lines.append("  %s: SFrame %s %s, %d FDEs, %d FREs, flags %s, from %s; %s" % (
-                module.filename, _VERSION_NAMES.get(info.version, str(info.version)),
-                _ABI_NAMES.get(info.abi_arch, str(info.abi_arch)), info.num_fdes, info.num_fres,
-                _flags(info.flags), module.source, where))
+            lines.append("  %s: %s, from %s; %s" % (module.filename, _table(info), module.source, where))
         for name, err in sorted(s.registry.errors.items()):
             lines.append("  %s: SFrame not usable: %s" % (name, err))
         c = s.engine.counters
@@ -93,6 +113,10 @@ GDB's JIT reader (jit-reader-load) and unwinds without Python per frame."""
             raise gdb.GdbError("sframe enable: expected python or native, got %r" % arg)
         if arg == PATH_NATIVE and not self.session.lib.has_jit_reader:
             raise gdb.GdbError("sframe enable: %s has no JIT reader entry points" % self.session.lib.path)
+        regs = arch_mod.for_arch(_current_arch())
+        if arg == PATH_NATIVE and regs is not None and regs.no_native:
+            raise gdb.GdbError("sframe enable: no native path on %s: %s; the python path unwinds it"
+                               % (regs.name, regs.no_native))
         self.session.set_path(arg)
 
 
@@ -115,7 +139,9 @@ class RowCommand(gdb.Command):
 
 Usage: sframe row ADDR
 ADDR is an expression (a function name, $pc, *0x401000). For a caller
-frame's return address, the unwinder uses ADDR - 1."""
+frame's return address, the unwinder uses ADDR - 1. In a module unwound
+with ppc64 traceback tables, the row is the run of instructions with the
+same rules in the function."""
 
     def __init__(self, session):
         super().__init__("sframe row", gdb.COMMAND_STACK, gdb.COMPLETE_EXPRESSION)
@@ -144,13 +170,16 @@ frame's return address, the unwinder uses ADDR - 1."""
                            (native.ROW_TOPMOST_ONLY, "register rules: topmost frame only")):
             if row.flags & bit:
                 flags.append(label)
-        lines = [
-            "0x%x in %s" % (addr, module.filename if module else "module %d" % row.module),
-            "  FDE %d: function 0x%x%s, %d bytes" % (
-                row.fde_index, row.func_start, " (%s)" % name if name else "", row.func_size),
-            "  FRE %d: [0x%x, 0x%x)" % (row.fre_index, row.pc_begin, row.pc_end),
-            "  %s" % s.lib.describe(row),
-        ]
+        function = "function 0x%x%s, %d bytes" % (row.func_start, " (%s)" % name if name else "", row.func_size)
+        lines = ["0x%x in %s" % (addr, module.filename if module else "module %d" % row.module)]
+        if module is not None and module.info.table == native.TABLE_PPC64_TRACEBACK:
+            # No FDEs or FREs: the function's rules change run by run.
+            lines += ["  %s: %s" % (module.info.kind.decode(), function),
+                      "  run %d: [0x%x, 0x%x)" % (row.fre_index, row.pc_begin, row.pc_end)]
+        else:
+            lines += ["  FDE %d: %s" % (row.fde_index, function),
+                      "  FRE %d: [0x%x, 0x%x)" % (row.fre_index, row.pc_begin, row.pc_end)]
+        lines.append("  %s" % s.lib.describe(row))
         if flags:
             lines.append("  " + ", ".join(flags))
         gdb.write("\n".join(lines) + "\n")

@@ -2,9 +2,10 @@
 """Which objfiles have SFrame, and where each is loaded.
 
 An objfile's SFrame section is opened from its file (sfunwind::elf::ElfFile
-finds it by name, by section type or by PT_GNU_SFRAME); when the file is not
-on this machine (a remote target's "target:" path), the section's bytes are
-read from the target's memory instead. The load bias (run-time address -
+finds it by name, by section type or by PT_GNU_SFRAME); a 64-bit PowerPC file
+without one is opened with its traceback tables instead (the library
+decides). When the file is not on this machine (a remote target's "target:"
+path), the SFrame section's bytes are read from the target's memory instead. The load bias (run-time address -
 link-time address: PIE executables, shared libraries) comes from the
 section addresses `info files` prints, which GDB knows for native processes,
 core files and remote stubs alike (no /proc needed)."""

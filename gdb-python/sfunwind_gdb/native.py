@@ -7,7 +7,7 @@ every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
 import ctypes
 import os
 
-API_VERSION = 2
+API_VERSION = 3
 
 # enum sfunwind_gdb_status
 OK = 0
@@ -22,6 +22,10 @@ ROW_PAUTH_KEY_B = 4
 ROW_OUTERMOST = 8
 ROW_PC_MASK = 16
 ROW_TOPMOST_ONLY = 32
+
+# enum sfunwind_gdb_table
+TABLE_SFRAME = 0
+TABLE_PPC64_TRACEBACK = 1
 
 # RegRule::Kind
 RULE_UNDEFINED, RULE_SAME, RULE_AT_CFA, RULE_VAL_CFA, RULE_AT_REG, RULE_VAL_REG = range(6)
@@ -133,7 +137,11 @@ class ModuleInfo(ctypes.Structure):
         ("ra_reg", ctypes.c_uint16),
         ("ra_in_register", ctypes.c_uint16),
         ("sp_from_cfa", ctypes.c_int32),
+        ("table", ctypes.c_uint32),
+        ("num_functions", ctypes.c_uint32),
         ("reserved", ctypes.c_uint32),
+        ("abi_name", ctypes.c_char * 16),
+        ("kind", ctypes.c_char * 32),
     ]
 
 

@@ -6,7 +6,8 @@
 # the chroot's GDB 18 on every x86-64 fixture that runs there (the dynamic
 # builds of every writer, and the static ones), the -noeh and core-file
 # checks, the commands, and the aarch64/s390x fixtures under qemu-user's
-# gdbstub with gdb-multiarch.
+# gdbstub with gdb-multiarch, and the ppc64/ppc64le traceback-table
+# fixtures (-O2 part only) likewise.
 #
 # Environment: JOBS (build parallelism, default 2), SFUNWIND_GDB18_QUICK=1
 # (no stepi sweeps). Exit status: non-zero if the build or any test failed.
@@ -33,6 +34,7 @@ run python3 tests/gdb/run_command_tests.py --gdb gdb --loader "\$loader" --runs 
 run python3 tests/gdb/run_gdb_tests.py --gdb gdb --loader "\$loader" --runs chroot ${quick[*]:-}
 run python3 tests/gdb/run_noeh_tests.py --gdb gdb --loader "\$loader" --runs chroot
 run python3 tests/gdb/run_qemu_tests.py --gdb gdb-multiarch --loader "\$loader" --pac
+run python3 tests/gdb/run_ppc64_tests.py --gdb gdb-multiarch --loader "\$loader" --quick
 echo
 echo "gdb18: \$failed suites failed"
 exit \$((failed > 0))

@@ -3,7 +3,8 @@
 """libsfunwind_gdb.so through ctypes, without GDB: the C interface the
 Python unwinder uses (open, place, lookup, unwind with a prefetched window
 and a fallback reader, the caller bookkeeping) and the JIT reader's entry
-point, on fixture binaries of every SFrame version and on bad input.
+point, on fixture binaries of every SFrame version, on a PowerPC64 file
+unwound with its traceback tables, and on bad input.
 
 usage: test_native_api.py --library build/.../libsfunwind_gdb.so
 Prints each check; exit status 1 if any failed."""
@@ -67,6 +68,67 @@ def unwind(lib, pc, sp, fp, level, window_addr=0, window=b""):
     res = native.UnwindResult()
     status = lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
     return status, res
+
+
+def elf_word(path, vaddr):
+    """The 32-bit little-endian word at link-time `vaddr` of an ELF64 LE
+    file, through its PT_LOAD program headers."""
+    with open(path, "rb") as f:
+        data = f.read()
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    for i in range(phnum):
+        p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 1 and p_vaddr <= vaddr < p_vaddr + p_filesz:
+            return struct.unpack_from("<I", data, p_offset + vaddr - p_vaddr)[0]
+    raise ValueError("0x%x is in no PT_LOAD of %s" % (vaddr, path))
+
+
+def check_ppc64(lib, stack):
+    """A 64-bit PowerPC file without SFrame opens with its traceback tables,
+    and unwinds through the same calls: the stackless leaf at frame 0 (CFA =
+    r1, the RA still in LR), then its caller from a return address (CFA =
+    the back chain at r1, RA in the LR save doubleword at CFA + 16)."""
+    path = os.path.join(ROOT, "tests", "fixtures", "ppc64", "bin", "ppc64le", "tbtab-O2-part-static")
+    module = lib.open_file(path)
+    info = lib.module_info(module)
+    check("ppc64le: opened with its traceback tables",
+          info.table == native.TABLE_PPC64_TRACEBACK and info.kind == b"ppc64 traceback tables"
+          and info.abi_name == b"ppc64le" and info.num_functions > 100 and info.num_fdes == 0
+          and (info.sp_reg, info.fp_reg, info.ra_reg) == (1, 31, 65) and info.text_begin < info.text_end,
+          "%s %s, %d functions" % (info.kind, info.abi_name, info.num_functions))
+    lib.place(module, 0)
+    syms = symbols(path)
+    leaf, rec = syms["leaf"], syms["recurse"]
+    check("ppc64le: module_at(leaf)", lib.module_at(leaf) == module)
+    # A call in recurse: its first `bl` (primary opcode 18, LK set).
+    call = next(a for a in range(rec, rec + 256, 4) if elf_word(path, a) >> 26 == 18 and elf_word(path, a) & 3 == 1)
+    ret = call + 4
+    sp, back_chain, caller_ret = 0x4000800230, 0x4000800250, 0x10000D94
+    frame = native.Frame(pc=leaf + 8, sp=sp, fp=0x77, ra=ret, has_fp=1, has_ra=1, level=0)
+    res = native.UnwindResult()
+    status = lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
+    check("ppc64le: leaf at frame 0 returns to LR",
+          status == 0 and res.pc == ret and res.sp == sp and res.cfa == sp and res.fp == 0x77
+          and res.func_start == leaf and res.topmost == 1 and res.fp_restored == 0,
+          "status %d pc 0x%x sp 0x%x cfa 0x%x: %s" % (status, res.pc, res.sp, res.cfa, lib.last_error()))
+    stack.words = {sp: back_chain, back_chain + 16: caller_ret}
+    stack.reads = []
+    status, res = unwind(lib, ret, sp, 0x77, 1)
+    check("ppc64le: recurse from its return address: back chain, LR save doubleword",
+          status == 0 and res.pc == caller_ret and res.sp == back_chain and res.cfa == back_chain
+          and res.func_start == rec and res.topmost == 0,
+          "status %d pc 0x%x sp 0x%x: %s; reads %s" % (status, res.pc, res.sp, lib.last_error(), stack.reads))
+    row = native.Row()
+    lib._lookup(ret - 1, ctypes.byref(row))
+    check("ppc64le: row after the call", lib.describe(row) == "CFA=[r1+0] RA=[CFA+16] FP=same"
+          and (row.pc_begin, row.pc_end) == (call, ret), lib.describe(row))
+    lib.unplace(module)
+    # A big-endian ELFv1 file opens the same way.
+    be = lib.module_info(lib.open_file(path.replace("ppc64le", "ppc64")))
+    check("ppc64: opened with its traceback tables",
+          be.table == native.TABLE_PPC64_TRACEBACK and be.abi_name == b"ppc64" and be.num_functions > 100,
+          "%s %s" % (be.kind, be.abi_name))
 
 
 def main():
@@ -137,6 +199,8 @@ def main():
         check("%s: pc outside the modules" % writer, status == native.NOT_FOUND, lib.last_error())
         lib.unplace(module)
         check("%s: unplaced module answers nothing" % writer, lib.module_at(leaf) == -1)
+
+    check_ppc64(lib, stack)
 
     # The JIT reader entry point: GDB's interface version 1, every callback set.
     init = lib._lib.gdb_init_reader
