@@ -18,8 +18,6 @@ PACKAGES=(
   gdb gdb-multiarch lldb-19 liblldb-19-dev python3-lldb-19
   # sid chroot and foreign architectures
   debootstrap qemu-user
-  # ss(8): tests wait for qemu's gdbstub port to listen (it takes one connection)
-  iproute2
   binutils-aarch64-linux-gnu gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   # PowerPC64 traceback-table fixtures (big- and little-endian)
   gcc-powerpc64-linux-gnu gcc-powerpc64le-linux-gnu libc6-dev-ppc64-cross libc6-dev-ppc64el-cross

@@ -16,6 +16,7 @@
 #include <lldb/lldb-defines.h>
 
 #include <array>
+#include <string>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -83,8 +84,15 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
                   fde->fde_type == sframe::FdeType::Flex ? "flexible" : "default",
                   fde->pc_type == sframe::PcType::Mask ? "PC-mask" : "PC-increment", fde->num_fres,
                   fde->signal ? ", signal frame" : "", fde->pauth_key == sframe::PauthKey::B ? ", PAuth key B" : "");
-    if (fde->pc_type == sframe::PcType::Mask)
-        result.Printf("  the rows repeat every %u bytes (PC %% %u selects the row)\n", fde->rep_size, fde->rep_size);
+    // SFrame v1 stores no repeat block size; the core implies the ABI's PLT
+    // entry size, or none (sframe/section.hpp, Fde::rep_size).
+    const std::string stored = std::string("SFrame ") + version_name(section.version()) + " stores no size";
+    if (fde->pc_type == sframe::PcType::Mask && fde->rep_size == 0)
+        result.Printf("  no repeat block size (%s, and none is implied for %s): no row can be looked up\n",
+                      stored.c_str(), std::string(section.abi().name).c_str());
+    else if (fde->pc_type == sframe::PcType::Mask)
+        result.Printf("  the rows repeat every %u bytes (PC %% %u selects the row)%s\n", fde->rep_size,
+                      fde->rep_size, fde->rep_size_implied ? ("; implied: " + stored).c_str() : "");
     auto fres = section.fres(*fde);
     if (!fres) {
         result.Printf("  cannot read the FREs: %s\n", fres.error().message().c_str());
@@ -95,13 +103,17 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
         result.Printf("  no FREs: %s\n", row ? describe(*row, section.abi()).c_str() : row.error().message().c_str());
         return true;
     }
-    const std::uint64_t span = fde->pc_type == sframe::PcType::Mask && fde->rep_size != 0 ? fde->rep_size : fde->size;
+    const bool repeats = fde->pc_type == sframe::PcType::Mask && fde->rep_size != 0;
+    const std::uint64_t span = repeats ? fde->rep_size : fde->size;
+    // The rows are listed for the first repeat block; the address is marked
+    // on the row that holds it in its own block.
+    const std::uint64_t block = repeats && addr >= begin ? (addr - begin) / span * span : 0;
     for (std::uint32_t i = 0; i < fres->size(); ++i) {
         const std::uint64_t next = i + 1 < fres->size() ? (*fres)[i + 1].start : span;
         auto row = section.row(*fde, (*fres)[i], i, next);
         const std::uint64_t at = begin + (*fres)[i].start;
         std::string marker;
-        if (mark_addr && fde->pc_type == sframe::PcType::Inc && addr >= at && addr < begin + next) marker = "  <-- " + hex(addr);
+        if (mark_addr && addr >= at + block && addr < begin + block + next) marker = "  <-- " + hex(addr);
         if (row)
             result.Printf("row[%u]: %s (+%u): %s%s\n", i, addr16(at).c_str(), (*fres)[i].start,
                           describe(*row, section.abi()).c_str(), marker.c_str());

@@ -31,13 +31,15 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+import gdbstub  # noqa: E402
+from run_gdb_tests import run_gdb as run_checker  # noqa: E402
+
 FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures", "ppc64"))
 FIELDS = ("pc", "cfa", "sp", "fp")
 DEPTH = "2"  # recurse x 3 below with_fprs: a 12-frame stack at the SIGSEGV
@@ -52,69 +54,14 @@ def fixtures():
             yield c[0], c[1], c[4]  # path, arch, qemu
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def listening(port):
-    """Whether something listens on TCP `port` (`ss -ltn`, or the kernel's
-    socket tables where iproute2 is missing, as in the sid chroot): the
-    gdbstub takes one connection only, so it is never probed by connecting."""
-    if shutil.which("ss"):
-        out = subprocess.run(["ss", "-Hltn", "sport = :%d" % port], capture_output=True, text=True).stdout
-        return bool(out.strip())
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()  # local address "ADDR:PORT" (hex), state 0A = LISTEN
-                    if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
-                        return True
-        except OSError:
-            continue
-    return False
-
-
 def run_gdb(gdb, loader, binary, qemu, mode, timeout):
-    port = free_port()
     arg = "segv" if mode == "segv" else "none"
-    stub = subprocess.Popen([qemu, "-g", str(port), binary, arg, DEPTH], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
     try:
-        deadline = time.time() + 30
-        while not listening(port):
-            if stub.poll() is not None or time.time() > deadline:
-                return None, "%s did not start listening on port %d" % (qemu, port)
-            time.sleep(0.05)
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "result.json")
-            check = {"binary": binary, "remote": "127.0.0.1:%d" % port, "mode": mode, "output": out, "limit": 64}
-            script = os.path.join(tmp, "check.gdb")
-            with open(script, "w") as f:
-                f.write("set pagination off\nset confirm off\n")
-                f.write("source %s\n" % loader)
-                f.write("python import sys; sys.path.insert(0, %r)\n" % HERE)
-                f.write("python import json, ppc64_checks; ppc64_checks.CHECK = json.loads(%r); ppc64_checks.main()\n"
-                        % json.dumps(check))
-                f.write("kill\n")
-            try:
-                proc = subprocess.run([gdb, "-nx", "-q", "-batch", "-x", script], capture_output=True, text=True,
-                                      timeout=timeout, stdin=subprocess.DEVNULL)
-            except subprocess.TimeoutExpired:
-                return None, "GDB timed out"
-            if not os.path.exists(out):
-                return None, "GDB wrote no result: %s" % proc.stderr[-1500:]
-            with open(out) as f:
-                return json.load(f), None
-    finally:
-        if stub.poll() is None:
-            stub.kill()
-        stub.wait()
+        with gdbstub.started([qemu], [binary, arg, DEPTH]) as port:
+            check = {"binary": binary, "remote": "127.0.0.1:%d" % port, "mode": mode, "limit": 64}
+            return run_checker(gdb, loader, None, check, timeout, checker="ppc64_checks")
+    except gdbstub.StubError as e:
+        return None, str(e)
 
 
 def frame_text(f):

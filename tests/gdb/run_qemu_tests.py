@@ -16,19 +16,16 @@ usage: run_qemu_tests.py --gdb gdb-multiarch --loader LOADER [--pac]
 Exit status 1 if any stop differs, 0 otherwise."""
 
 import argparse
-import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
 sys.path.insert(0, HERE)
-from run_gdb_tests import evaluate  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+import gdbstub  # noqa: E402
+from run_gdb_tests import evaluate, run_gdb  # noqa: E402
 
 QEMU = {"aarch64": "qemu-aarch64", "s390x": "qemu-s390x"}
 
@@ -47,70 +44,18 @@ def fixtures(pac):
             yield path, arch
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def listening(port):
-    """Whether a socket listens on `port`, from /proc/net/tcp*: the stub
-    takes one connection, so it must not be probed by connecting."""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
-                        return True
-        except OSError:
-            continue
-    return False
-
-
 def run_one(gdb, loader, path, arch, pac, timeout):
     program = os.path.join(FIXTURES, path)
-    port = free_port()
-    qemu = [QEMU[arch], "-g", str(port)]
-    if "-pac" in path:
-        qemu += ["-cpu", "max"]
+    qemu = [QEMU[arch]] + (["-cpu", "max"] if "-pac" in path else [])
     mode = "trap"
-    stub = subprocess.Popen(qemu + [program, mode], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.time() + 20
-        while not listening(port):
-            if stub.poll() is not None or time.time() > deadline:
-                return None, "qemu did not start listening on port %d" % port
-            time.sleep(0.05)
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "result.json")
+        with gdbstub.started(qemu, [program, mode], timeout=20) as port:
             setup = ["handle SIGUSR1 nostop noprint pass"] if "sighandler" in path else []
             check = {"scenario": "remote", "remote": "127.0.0.1:%d" % port, "args": mode, "setup": setup,
-                     "output": out, "limit": 64}
-            script = os.path.join(tmp, "check.gdb")
-            with open(script, "w") as f:
-                f.write("set pagination off\nset confirm off\n")
-                f.write("source %s\n" % loader)
-                f.write("python import sys; sys.path.insert(0, %r)\n" % HERE)
-                f.write("python import json, gdb_checks; gdb_checks.CHECK = json.loads(%r); gdb_checks.main()\n"
-                        % json.dumps(check))
-                f.write("kill\n")
-            try:
-                proc = subprocess.run([gdb, "-nx", "-q", "-batch", "-x", script, program], capture_output=True,
-                                      text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-            except subprocess.TimeoutExpired:
-                return None, "GDB timed out"
-            if not os.path.exists(out):
-                return None, "GDB wrote no result: %s" % proc.stderr[-1500:]
-            with open(out) as f:
-                return json.load(f), None
-    finally:
-        if stub.poll() is None:
-            stub.kill()
-        stub.wait()
+                     "limit": 64}
+            return run_gdb(gdb, loader, program, check, timeout)
+    except gdbstub.StubError as e:
+        return None, str(e)
 
 
 def same(a, b):

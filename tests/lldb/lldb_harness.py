@@ -248,32 +248,6 @@ def lldb_plan_error(data, div):
             "also gives" % (k, f["function"], want, f["link_pc"]))
 
 
-def v1_pc_mask_row(s, data, div):
-    """SFrame v1 PC-mask FDEs (GNU ld 2.40's .plt) carry no repeat block size
-    (added in v2); sfunwind reads their FRE starts from the FDE start, so in
-    PLT entries after the first the row is the one of the wrong offset. When
-    the divergence is at such a row, returns the explanation, else None."""
-    k = div["frame"] - 1 if div["kind"] == "pc" else div["frame"]
-    if k < 0 or k >= len(data["sframe_frames"]):
-        return None
-    f = data["sframe_frames"][k]
-    if "pc-mask" not in f.get("row", ""):
-        return None
-    versions = getattr(s, "_sframe_versions", None)
-    if versions is None:
-        versions = s._sframe_versions = {}
-    path = f.get("module_path", "")
-    if path not in versions:
-        st = s.json_cmd("sframe status --json")
-        for m in st["modules"]:
-            if m["sframe"] is not None:
-                versions[m["path"]] = m["sframe"]["version"]
-    if versions.get(path) != 1:
-        return None
-    return ("frame %d (%s): SFrame v1 PC-mask FDE (no repeat block size in v1): row %s" %
-            (k, f["function"], f["row"]))
-
-
 def compare_stop(s, res, name, allowed_limits=KNOWN_END_LIMITS, expect_functions=None):
     """Runs `sframe compare --json` at the current stop and checks that every
     frame both unwinders produced agrees and that the first divergence, if
@@ -290,12 +264,7 @@ def compare_stop(s, res, name, allowed_limits=KNOWN_END_LIMITS, expect_functions
     if not ok:
         detail = div["explanation"] if div else "frames differ"
         lldb_wrong = lldb_plan_error(data, div) if div else None
-        v1_mask = v1_pc_mask_row(s, data, div) if div and lldb_wrong is None else None
-        if v1_mask is not None:
-            res.count("differences explained by the SFrame v1 PC-mask limit")
-            print("note %s: %s" % (name, v1_mask))
-            ok = True
-        elif lldb_wrong is not None:
+        if lldb_wrong is not None:
             # Explained, and not by SFrame: count it and say so.
             res.count("differences explained by an LLDB plan that is not the module's CFI")
             print("note %s: %s" % (name, lldb_wrong))

@@ -154,17 +154,32 @@ def plt_stepping(s, res, label, path):
         thread = process.GetSelectedThread()
         steps = 0
         in_plt = 0
+        shown = False
         while steps < 80:
             name = frame0_function(thread) or "?"
             if name == "lib_level_1":
                 break
-            H.compare_stop(s, res, "%s: PLT path at %s (instruction %d)" % (label, name, steps))
-            if "plt" in name or name == "lib_entry@plt" or thread.GetFrameAtIndex(0).GetSymbol().GetType() == s.lldb.eSymbolTypeTrampoline:
+            data = H.compare_stop(s, res, "%s: PLT path at %s (instruction %d)" % (label, name, steps))
+            trampoline = thread.GetFrameAtIndex(0).GetSymbol().GetType() == s.lldb.eSymbolTypeTrampoline
+            if trampoline and not shown and label.startswith("gas-"):
+                # lib_entry's PLT entry is the fourth pltN entry: show-unwind
+                # lists GNU ld's PC-mask FDE's rows once and marks frame 0's
+                # (lld writes no SFrame for its PLT).
+                shown = True
+                ok, out, err = s.cmd("sframe show-unwind -a $pc")
+                marked = [l for l in out.splitlines() if "<--" in l]
+                row0 = data["sframe_frames"][0]["row"].split(" (FDE")[0]
+                res.check(label + ": show-unwind in a PLT entry: rows repeat every 16 bytes, frame 0's marked",
+                          ok and "PC-mask FREs" in out and "the rows repeat every 16 bytes" in out and
+                          ("implied: SFrame v1 stores no size" in out) == label.startswith("gas-2.40/") and
+                          len(marked) == 1 and row0 in marked[0], out + err)
+            if "plt" in name or name == "lib_entry@plt" or trampoline:
                 in_plt += 1
             thread.StepInstruction(False)
             steps += 1
         res.check(label + ": stepped through a PLT entry into the library", in_plt >= 1 and steps > 5,
                   "%d PLT stops, %d steps" % (in_plt, steps))
+        res.check(label + ": show-unwind was tried in the PLT entry", shown == label.startswith("gas-"))
     finally:
         s.delete(target)
 

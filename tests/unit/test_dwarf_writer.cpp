@@ -25,6 +25,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -295,6 +296,37 @@ TEST_CASE("write_debug_frame: every fixture's SFrame rows read back through libd
     CHECK(by_arch["aarch64"] > 100);
     CHECK(by_arch["s390x"] > 100);
     WARN("checked " << pcs << " PCs in " << files << " fixtures");
+}
+
+TEST_CASE("write_debug_frame: GNU ld 2.40's SFrame v1 PC-mask FDE is written per 16-byte PLT entry") {
+    // v1 stores no repeat block size; AMD64's PLT entry size is implied
+    // (core/src/sframe/layout_v1.cpp), so each of the four pltN entries
+    // [0x1030, 0x1070) gets the two rows (+0 CFA=rsp+8, +11 CFA=rsp+16).
+    elf_version(EV_CURRENT);
+    const elf::ElfFile program = open_fixture("bin/gas-2.40/plt-O2-nofp/plt");
+    auto section = program.sframe();
+    REQUIRE(section);
+    REQUIRE(section->version() == sframe::Version::V1);
+    auto frame = cfi::write_debug_frame(*section);
+    REQUIRE(frame);
+    CHECK(frame->skipped.empty());
+    const auto mask = std::find_if(frame->functions.begin(), frame->functions.end(),
+                                   [](const cfi::WrittenFunction& fn) { return fn.pc_mask; });
+    REQUIRE(mask != frame->functions.end());
+    CHECK(mask->start == 0x1030);
+    CHECK(mask->size == 64);
+    CHECK(mask->rows == 4 * 2);
+    // libdw reads those rows back as lookup() gives them, in every entry.
+    DebugFrameReader r(program, frame->bytes, "gas-2.40 plt");
+    Counts counts;
+    for (std::uint64_t entry = 0x1030; entry < 0x1070; entry += 16)
+        for (std::uint64_t off : {0U, 10U, 11U, 15U}) {
+            auto row = section->lookup(entry + off);
+            REQUIRE(row);
+            CHECK(row->cfa.offset == (off < 11 ? 8 : 16));
+            check_pc(r, *section, entry + off, "gas-2.40 plt", counts);
+        }
+    CHECK(counts.pcs == 16);
 }
 
 TEST_CASE("write_debug_frame: rules the fixtures lack") {

@@ -549,6 +549,61 @@ TEST_CASE("crafted FDEs and FREs: reserved encodings and offsets past the end", 
         CHECK(f.error().code() == Errc::Malformed);
         CHECK(f.error().where() == entry);
     }
+    SECTION("v1 PC-mask FDE: AMD64 implies 16-byte blocks, AArch64 none") {
+        // v1 has no repeat size field (layout_v1.cpp). With the mask bit set,
+        // function C [0x401100, 0x401130) reads its FREs (+0 rsp+8, +8
+        // rsp+24) in each 16-byte block.
+        Crafted c = craft(Version::V1);
+        const std::uint64_t entry = c.map.fdes[2].entry_offset;
+        c.bytes[entry + 16] |= 0x10;
+        const Section s = parsed(c);
+        auto f = s.fde(2);
+        REQUIRE(f.has_value());
+        CHECK(f->rep_size == 16);
+        CHECK(f->rep_size_implied);
+        auto row = s.lookup(0x401100 + 32 + 3);
+        REQUIRE(row.has_value());
+        CHECK(row->fre_index == 0);
+        CHECK(row->pc_begin == 0x401120);
+        CHECK(row->pc_end == 0x401128);
+        CHECK(row->cfa.offset == 8);
+        row = s.lookup(0x401100 + 16 + 9);
+        REQUIRE(row.has_value());
+        CHECK(row->fre_index == 1);
+        CHECK(row->pc_begin == 0x401118);
+        CHECK(row->pc_end == 0x401120);
+        CHECK(row->cfa.offset == 24);
+        CHECK(validate(s).empty());
+
+        // AArch64 PLT entries have no one size, and no v1 writer made
+        // PC-mask FDEs for them: lookups fail and say why.
+        WriterOptions o;
+        o.version = Version::V1;
+        o.abi = AbiArch::AArch64Little;
+        o.section_vaddr = 0x402000;
+        Crafted a = craft(o, {function(0x401000, 0x20, {fre(0, {31, 16}), fre(4, {29, 16}, RegRule::at_cfa(-16))}),
+                              function(0x401020, 0x20, {fre(0, {31, 0})})});
+        const std::uint64_t arm_entry = a.map.fdes[0].entry_offset;
+        a.bytes[arm_entry + 16] |= 0x10;
+        const Section arm = parsed(a);
+        auto af = arm.fde(0);
+        REQUIRE(af.has_value());
+        CHECK(af->rep_size == 0);
+        CHECK_FALSE(af->rep_size_implied);
+        auto none = arm.lookup(0x401004);
+        REQUIRE_FALSE(none.has_value());
+        CHECK(none.error().code() == Errc::Unsupported);
+        CHECK(none.error().where() == arm_entry);
+        CHECK(none.error().what().find("without a repeat block size") != std::string::npos);
+        CHECK(arm.lookup(0x401024).has_value()); // the other function is unaffected
+        const auto ps = validate(arm);
+        INFO(listing(ps));
+        CHECK(std::count_if(ps.begin(), ps.end(), [&](const Problem& p) {
+                  return p.severity == Problem::Severity::Warning && p.offset == arm_entry &&
+                         p.message.find("without a repeat block size") != std::string::npos;
+              }) == 1);
+        CHECK(dump(arm).find("STARTPC[m]") != std::string::npos);
+    }
     SECTION("an FRE count far beyond the FREs present") {
         for (Version v : {Version::V2, Version::V3}) {
             INFO("version " << static_cast<int>(v));

@@ -194,8 +194,10 @@ std::vector<FdeSpec> functions_for(const Combo& c) {
     out.push_back(mid);
     out.push_back(prologue);
 
-    if (!v1) {
-        FdeSpec plt; // PC-mask, 16-byte blocks (spec v3 section 2.3.3.1)
+    // PC-mask, 16-byte blocks (spec v3 section 2.3.3.1); v1 stores no size
+    // and implies 16 on AMD64 only (layout_v1.cpp).
+    if (!v1 || amd64) {
+        FdeSpec plt;
         plt.start = 0x50000;
         plt.size = 0x40;
         plt.pc_type = PcType::Mask;
@@ -203,7 +205,8 @@ std::vector<FdeSpec> functions_for(const Combo& c) {
         plt.fres = {fre(0, {sp, cfa_off(0)}, ra_unsaved, same()),
                     fre(11, {sp, cfa_off(1)}, ra_unsaved, same())};
         out.push_back(plt);
-
+    }
+    if (!v1) {
         FdeSpec outer; // RA undefined: zero data words (v2 erratum 2)
         outer.start = 0x50100;
         outer.size = 0x20;
@@ -761,8 +764,13 @@ TEST_CASE("writer refuses what the version, ABI or FDE type cannot express", "[w
     expect(v2, sig, Errc::Unsupported, "version 3");
     FdeSpec mask = one({fre(0, {7, 8}, at_cfa(-8), same())});
     mask.pc_type = PcType::Mask;
+    // v1 stores no repeat block size: a reader takes AMD64's 16-byte PLT
+    // entry (layout_v1.cpp), so only 16 can be written, and only for AMD64.
+    mask.rep_size = 8;
+    expect(v1, mask, Errc::Unsupported, "repeat block size 8 in SFrame version 1, which stores none");
     mask.rep_size = 16;
-    expect(v1, mask, Errc::Unsupported, "repeat block size");
+    CHECK(write(v1, {mask}).has_value());
+    expect(arm_v1, mask, Errc::Unsupported, "PC-mask FDEs on aarch64 need SFrame version 2");
     mask.rep_size = 0;
     expect(v3, mask, Errc::Malformed, "repeat block size 0");
     // FRE order and range.

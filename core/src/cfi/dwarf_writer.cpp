@@ -344,15 +344,14 @@ private:
     Status write_fde(const sframe::Fde& fde) {
         auto fres = section_.fres(fde);
         if (!fres) return std::move(fres).error();
-        // SFrame v1 PC-mask FDEs have no repeat block size (it came with v2);
-        // their FRE starts are read from the function start, as lookup()
-        // reads them, so they are written as one block.
-        const bool mask = fde.pc_type == sframe::PcType::Mask &&
-                          !(fde.rep_size == 0 && section_.version() == sframe::Version::V1);
+        // The repeat block size is the stored one, or the one SFrame v1
+        // implies for the ABI (section.hpp, Fde::rep_size); without one
+        // lookup() has no row either, so the FDE is skipped.
+        const bool mask = fde.pc_type == sframe::PcType::Mask;
         if (mask && fde.rep_size == 0 && !fres->empty())
-            return Error(Errc::Malformed,
+            return Error(Errc::Unsupported,
                          "FDE " + std::to_string(fde.index) + " at " + hex(fde.start) +
-                             " is a PC-mask FDE with a zero repeat block size",
+                             " is a PC-mask FDE without a repeat block size",
                          fde.entry_offset);
 
         std::vector<std::pair<std::uint64_t, Row>> rows;

@@ -463,8 +463,7 @@ void Checker::compare_at(Function& fn, std::uint64_t pc, std::uint64_t end,
             if (!probe_error_.empty()) f.differences.push_back("not evaluated: " + probe_error_);
         }
         if (f.verdict == Verdict::Mismatch && section_)
-            f.known = detail::known_issue({abi_, section_->version(), fn.section, first_row}, *srow,
-                                          *crow);
+            f.known = detail::known_issue({abi_, fn.section, first_row}, *srow, *crow);
     }
     if (agrees(f.verdict)) {
         ++fn.agreeing;

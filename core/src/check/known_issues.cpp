@@ -37,12 +37,6 @@ std::string known_issue(const KnownIssueContext& context, const Row& sframe,
                ", saved before the FDE starts, as in a .cold part) instead of the CIE's initial "
                "rule (FP not "
                "saved) that DW_CFA_restore means";
-    // SFrame v1 has no repeat block size (spec v1 section 1.3.2), so a
-    // PC-mask FDE's FREs cannot repeat per PLT entry the way ld meant them;
-    // v2 added sfde_func_rep_size.
-    if (context.version == sframe::Version::V1 && sframe.pc_mask)
-        return "SFrame v1 PC-mask FDE: v1 has no repeat block size, so its rows do not repeat for "
-               "each PLT entry (v2 added sfde_func_rep_size)";
     return {};
 }
 

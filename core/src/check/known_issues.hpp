@@ -8,7 +8,6 @@
 #include "sfunwind/abi.hpp"
 #include "sfunwind/cfi/cfi_table.hpp"
 #include "sfunwind/row.hpp"
-#include "sfunwind/sframe/format.hpp"
 
 #include <string>
 
@@ -16,7 +15,6 @@ namespace sfunwind::check::detail {
 
 struct KnownIssueContext {
     const Abi& abi;
-    sframe::Version version;
     const std::string& section; // the section holding the PC
     // The first row of the CFI FDE that holds the PC (the rules at the
     // function's start), or null.

@@ -15,6 +15,7 @@ struct Geometry {
     std::uint64_t fre_sub;
     std::uint32_t fre_len;
     bool pcrel;
+    AbiArch abi;
 };
 
 struct Layout {
@@ -23,6 +24,10 @@ struct Layout {
     std::uint8_t valid_flags;   // section flags this version defines
     bool allows_s390x;          // s390x arrived with v2 erratum 1
     bool has_rep_size;          // PC-mask FDEs carry a repeat block size (v2 on)
+    // The repeat block size a PC-mask FDE has when the version stores none
+    // (v1: the ABI's PLT entry size), 0 when the version defines none for
+    // the ABI. Decoders put it in Fde::rep_size; the writer checks it.
+    std::uint8_t (*implied_rep_size)(AbiArch abi);
     // v2 on s390x encodes "RA/FP in register N" as an odd data word
     // (spec v2 erratum 1, section s390x); v3 uses flexible FDEs instead.
     bool s390x_regnum_words;
@@ -51,5 +56,8 @@ inline std::uint64_t function_start(const Geometry& g, std::uint64_t field_offse
 
 // The FDE info byte fields that v1, v2 and v3 share (bits 0-5).
 void decode_info_common(Fde& fde);
+
+// Layout::implied_rep_size of the versions that store the size.
+std::uint8_t no_implied_rep_size(AbiArch abi);
 
 } // namespace sfunwind::sframe

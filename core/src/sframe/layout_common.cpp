@@ -24,4 +24,6 @@ void decode_info_common(Fde& fde) {
     fde.pauth_key = (fde.info & 0x20U) != 0 ? PauthKey::B : PauthKey::A;
 }
 
+std::uint8_t no_implied_rep_size(AbiArch) { return 0; }
+
 } // namespace sfunwind::sframe

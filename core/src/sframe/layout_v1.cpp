@@ -14,6 +14,18 @@ namespace {
 
 constexpr std::uint32_t fde_size = 17;
 
+// v1 has no sfde_func_rep_size (v2 added it: v2 spec section 1.2). Its
+// PC-mask rule, "PC & FRE_START_ADDR_AS_MASK >= FRE_START_ADDR_AS_MASK" (v1
+// spec section 1.3.2), cannot be what a writer meant: with FRE starts 0 and
+// 0xb, the second row would match only offsets 0xb and 0xf. The one v1
+// writer of PC-mask FDEs, GNU ld 2.40, made them for x86-64 pltN entries
+// only, whose FREs are offsets into one 16-byte entry ("in AMD64, the size
+// of a pltN entry is 16 bytes", v2 spec section 2.3; libsframe 2.40 notes
+// the same size for its mask), so the rows repeat every 16 bytes. No size
+// is implied for AArch64: ld 2.40 writes no SFrame for the AArch64 PLT, and
+// its entries are 16 or 24 bytes (BTI).
+std::uint8_t implied_rep_size(AbiArch abi) { return abi == AbiArch::Amd64Little ? 16 : 0; }
+
 Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
     Fde f;
     f.index = index;
@@ -30,6 +42,10 @@ Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
     f.start = g.vaddr + static_cast<std::uint64_t>(std::int64_t{start});
     f.fres_begin = g.fre_sub + f.fre_offset;
     decode_info_common(f);
+    if (f.pc_type == PcType::Mask) {
+        f.rep_size = implied_rep_size(g.abi);
+        f.rep_size_implied = f.rep_size != 0;
+    }
     return f;
 }
 
@@ -37,7 +53,8 @@ Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
 
 extern const Layout layout_v1;
 const Layout layout_v1{Version::V1, fde_size, flag::fde_sorted | flag::frame_pointer,
-                       /*allows_s390x=*/false, /*has_rep_size=*/false, /*s390x_regnum_words=*/false,
-                       /*empty_fde_is_outermost=*/false, /*start_field_size=*/4, decode};
+                       /*allows_s390x=*/false, /*has_rep_size=*/false, implied_rep_size,
+                       /*s390x_regnum_words=*/false, /*empty_fde_is_outermost=*/false,
+                       /*start_field_size=*/4, decode};
 
 } // namespace sfunwind::sframe

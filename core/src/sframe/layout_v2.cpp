@@ -40,7 +40,8 @@ Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
 extern const Layout layout_v2;
 const Layout layout_v2{Version::V2, fde_size,
                        flag::fde_sorted | flag::frame_pointer | flag::fde_func_start_pcrel,
-                       /*allows_s390x=*/true, /*has_rep_size=*/true, /*s390x_regnum_words=*/true,
-                       /*empty_fde_is_outermost=*/false, /*start_field_size=*/4, decode};
+                       /*allows_s390x=*/true, /*has_rep_size=*/true, no_implied_rep_size,
+                       /*s390x_regnum_words=*/true, /*empty_fde_is_outermost=*/false,
+                       /*start_field_size=*/4, decode};
 
 } // namespace sfunwind::sframe

@@ -54,7 +54,8 @@ Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
 
 extern const Layout layout_v3;
 const Layout layout_v3{Version::V3, fde_size, flag::fde_sorted | flag::fde_func_start_pcrel,
-                       /*allows_s390x=*/true, /*has_rep_size=*/true, /*s390x_regnum_words=*/false,
-                       /*empty_fde_is_outermost=*/true, /*start_field_size=*/8, decode};
+                       /*allows_s390x=*/true, /*has_rep_size=*/true, no_implied_rep_size,
+                       /*s390x_regnum_words=*/false, /*empty_fde_is_outermost=*/true,
+                       /*start_field_size=*/8, decode};
 
 } // namespace sfunwind::sframe

@@ -23,7 +23,7 @@ const Abi* abi_of(AbiArch arch) {
 
 Geometry geometry(const ByteView& view, const Header& h, std::uint64_t vaddr, std::uint64_t fde_sub,
                   std::uint64_t fre_sub) {
-    return Geometry{view, vaddr, fde_sub, fre_sub, h.fre_len, h.pcrel()};
+    return Geometry{view, vaddr, fde_sub, fre_sub, h.fre_len, h.pcrel(), h.abi_arch};
 }
 
 } // namespace
@@ -250,8 +250,19 @@ Expected<Row> Section::lookup(std::uint64_t pc) const {
     const Fde& fde = *f;
     std::uint64_t pc_offset = pc - fde.start;
     std::uint64_t block_base = 0;
-    if (fde.pc_type == PcType::Mask && fde.rep_size != 0) {
-        // Spec v3 section 2.3.3.1: PC % REP_BLOCK_SIZE >= FRE start.
+    const bool mask = fde.pc_type == PcType::Mask;
+    if (mask && fde.rep_size == 0 && fde.num_fres > 0)
+        // Only v1 gets here (fde() refuses size 0 where the size is stored),
+        // on an ABI for which no size is implied (layout_v1.cpp).
+        return Error(Errc::Unsupported, "FDE " + std::to_string(fde.index) +
+                                            ": PC-mask FDE without a repeat block size (SFrame v" +
+                                            std::to_string(static_cast<unsigned>(header_.version)) +
+                                            " stores none and implies none for " + std::string(abi_->name) + ")",
+                     fde.entry_offset);
+    if (mask && fde.num_fres > 0) {
+        // Spec v3 section 2.3.3.1: PC % REP_BLOCK_SIZE >= FRE start. The
+        // function start, not the PC, is the origin: the blocks are the
+        // entries of the stub.
         block_base = pc_offset - pc_offset % fde.rep_size;
         pc_offset %= fde.rep_size;
     }
@@ -278,7 +289,7 @@ Expected<Row> Section::lookup(std::uint64_t pc) const {
     std::uint64_t best_at = 0;
     std::uint32_t best_index = 0;
     bool found = false;
-    std::uint64_t next_start = fde.pc_type == PcType::Mask && fde.rep_size ? fde.rep_size : fde.size;
+    std::uint64_t next_start = mask ? fde.rep_size : fde.size;
     for (std::uint32_t i = 0; i < fde.num_fres; ++i) {
         std::uint32_t start = 0;
         std::uint8_t info = 0;

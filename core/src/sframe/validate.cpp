@@ -70,10 +70,14 @@ public:
         if (f.pauth_key == PauthKey::B && s_.abi().arch != Arch::AArch64)
             error(f.attr_offset, name + ": PAuth key B on a non-AArch64 ABI");
         if (f.start + f.size < f.start) error(f.entry_offset, name + ": function range wraps around");
-        if (f.pc_type == PcType::Mask && v == Version::V1)
-            warn(f.entry_offset, name + ": PC-mask FDE in version 1, which has no repeat size");
+        // fde() refuses a stored size of 0, so this is v1 on an ABI for which
+        // no size is implied (layout_v1.cpp): lookups of it fail.
+        const bool mask = f.pc_type == PcType::Mask;
+        if (mask && f.rep_size == 0 && f.num_fres > 0)
+            warn(f.entry_offset, name + ": PC-mask FDE without a repeat block size (SFrame v" +
+                                     std::to_string(static_cast<unsigned>(v)) + " implies one only for AMD64)");
 
-        const std::uint64_t limit = f.pc_type == PcType::Mask && f.rep_size != 0 ? f.rep_size : f.size;
+        const std::uint64_t limit = mask && f.rep_size != 0 ? f.rep_size : f.size;
         std::uint64_t at = f.fres_begin;
         bool have_prev = false;
         std::uint32_t prev_start = 0;

@@ -12,6 +12,8 @@
 
 #include "sfunwind/abi.hpp"
 
+#include "layout.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -194,10 +196,21 @@ Status Encoder::check_fde(const FdeSpec& f) {
         return unsupported("flexible FDEs need SFrame version 3");
     if (f.signal && !v(Version::V3)) return unsupported("signal-frame FDEs need SFrame version 3");
     if (f.pc_type == PcType::Mask) {
-        // v1 has no repeat block size (spec v1 section 1.3.2 defines a mask
-        // test that no tool implements); the size arrived with v2.
-        if (v(Version::V1))
-            return unsupported("PC-mask FDEs need SFrame version 2 (a repeat block size)");
+        // v1 has no repeat block size field; a reader takes the one v1
+        // implies for the ABI (layout_v1.cpp), so only that one can be
+        // written. The field arrived with v2.
+        const Layout* layout = layout_for(static_cast<std::uint8_t>(o_.version));
+        if (layout != nullptr && !layout->has_rep_size) {
+            const std::uint8_t implied = layout->implied_rep_size(o_.abi);
+            if (implied == 0)
+                return unsupported("PC-mask FDEs on " + std::string(abi_.name) +
+                                   " need SFrame version 2 (a repeat block size)");
+            if (f.rep_size != implied && !o_.quirks.unchecked)
+                return unsupported("repeat block size " + std::to_string(f.rep_size) + " in SFrame version " +
+                                   std::to_string(static_cast<unsigned>(o_.version)) + ", which stores none (" +
+                                   std::string(abi_.name) + " PC-mask FDEs repeat every " +
+                                   std::to_string(implied) + " bytes); version 2 stores it");
+        }
         if (f.rep_size == 0 && !o_.quirks.unchecked)
             return malformed("PC-mask FDE with repeat block size 0");
     }

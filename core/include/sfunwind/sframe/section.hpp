@@ -53,7 +53,11 @@ struct Fde {
     std::uint32_t num_fres = 0;
     std::uint8_t info = 0;
     std::uint8_t info2 = 0;           // v3 only
-    std::uint8_t rep_size = 0;        // v2, v3: repeat block size of PC-mask FDEs
+    // Repeat block size of PC-mask FDEs: stored in v2 and v3; in v1, which
+    // has no field, the ABI's PLT entry size (16 on AMD64; none elsewhere,
+    // then 0), and rep_size_implied is set.
+    std::uint8_t rep_size = 0;
+    bool rep_size_implied = false;
     FreType fre_type = FreType::Addr1;
     PcType pc_type = PcType::Inc;
     FdeType fde_type = FdeType::Default;
@@ -120,7 +124,9 @@ public:
     // The FDE covering a link-time PC (Errc::NotFound when none does).
     Expected<Fde> find_fde(std::uint64_t pc) const;
     // The row for a link-time PC: FDE search, then the last FRE whose start
-    // is <= the PC's offset (mask semantics for PC-mask FDEs).
+    // is <= the PC's offset, or for a PC-mask FDE its offset modulo the
+    // repeat block size (Errc::Unsupported when the FDE has none: v1 off
+    // AMD64).
     Expected<Row> lookup(std::uint64_t pc) const;
 
     // Memory used beyond the section bytes (the FDE order index, if any).

@@ -46,7 +46,7 @@ struct FdeSpec {
     std::uint64_t start = 0; // link-time address of the function
     std::uint32_t size = 0;
     PcType pc_type = PcType::Inc;
-    std::uint8_t rep_size = 0;           // repeat block size of PC-mask FDEs (v2 on)
+    std::uint8_t rep_size = 0;           // repeat block size of PC-mask FDEs (v1: 16, AMD64 only)
     FdeType fde_type = FdeType::Default; // Flex needs v3
     bool signal = false;                 // v3 only
     PauthKey pauth_key = PauthKey::A;    // key B is AArch64 only
