@@ -3,23 +3,21 @@
 // thread's live registers and memory.
 #include "command.hpp"
 #include "format.hpp"
-#include "json_out.hpp"
-#include "walk.hpp"
+#include "thread_command.hpp"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <optional>
 #include <vector>
-#include <cstdio>
 
 namespace sfunwind::lldb_plugin {
 namespace {
 
 constexpr std::array<OptionSpec, 5> bt_options{{
-    {'c', "count", true},
-    {'t', "thread", true},
-    {'j', "json", false},
+    count_option,
+    thread_option,
+    json_option,
     {'s', "summary", false},
     {'\0', "from-registers", true},
 }};
@@ -54,29 +52,9 @@ protected:
     std::span<const OptionSpec> options() const override { return bt_options; }
 
     bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
-        std::uint32_t max_frames = default_max_frames;
-        if (const auto* c = args.get("count")) {
-            const auto n = parse_number(*c);
-            if (!n || *n == 0 || *n > 10'000'000) {
-                result.SetError(("sframe bt: bad frame count '" + *c + "'").c_str());
-                return false;
-            }
-            max_frames = static_cast<std::uint32_t>(*n);
-        }
-        std::optional<std::uint32_t> thread;
-        if (const auto* t = args.get("thread")) {
-            const auto n = parse_number(*t);
-            if (!n || *n > 0xffffffffU) {
-                result.SetError(("sframe bt: bad thread index '" + *t + "'").c_str());
-                return false;
-            }
-            thread = static_cast<std::uint32_t>(*n);
-        }
-        auto stop = current_stop(debugger, thread);
-        if (!stop) {
-            result.SetError(("sframe bt: " + stop.error().message()).c_str());
-            return false;
-        }
+        auto request = thread_request(debugger, args, "sframe bt", default_max_frames, result);
+        if (!request) return false;
+        StopContext& stop = request->stop;
         std::optional<FrameRegs> given;
         if (const auto* r = args.get("from-registers")) {
             given = parse_registers(*r);
@@ -86,7 +64,7 @@ protected:
             }
         }
         const auto t0 = std::chrono::steady_clock::now();
-        auto walk = sframe_walk(session_.catalog, *stop, max_frames, given);
+        auto walk = sframe_walk(session_.catalog, stop, request->max_frames, given);
         const auto t1 = std::chrono::steady_clock::now();
         if (!walk) {
             result.SetError(("sframe bt: " + walk.error().message()).c_str());
@@ -97,29 +75,22 @@ protected:
         if (args.has("json")) {
             JsonOut j;
             j.begin_object();
-            j.key("thread").value(std::uint64_t{stop->thread.GetIndexID()});
-            j.key("tid").value(std::uint64_t{stop->thread.GetThreadID()});
+            j.key("thread").value(std::uint64_t{stop.thread.GetIndexID()});
+            j.key("tid").value(std::uint64_t{stop.thread.GetThreadID()});
             j.key("complete").value(w.bt.complete());
             j.key("stop_code").value(to_string(w.bt.stop.code()));
             j.key("stop").value(w.bt.stop.message());
             j.key("microseconds").value(static_cast<std::uint64_t>(ms * 1000.0));
             j.key("memory_reads").value(w.memory_reads);
-            j.key("frames").begin_array();
-            if (!args.has("summary"))
-                for (const auto& v : w.views) {
-                    j.begin_object();
-                    j.key("pc").value(v.pc).key("cfa").value(v.cfa).key("sp").value(v.sp).key("fp").value(v.fp);
-                    j.key("function").value(v.function).key("module").value(v.module).key("row").value(v.rule);
-                    j.end_object();
-                }
-            j.end_array();
+            j.key("frames");
+            json_frames(j, args.has("summary") ? std::vector<FrameView>{} : w.views, &w);
             j.key("frame_count").value(std::uint64_t{w.views.size()});
             j.end_object();
             result.Printf("%s\n", j.str().c_str());
             return true;
         }
         result.Printf("thread #%u: SFrame backtrace, %zu frames (%.3f ms, %llu memory reads)\n",
-                      stop->thread.GetIndexID(), w.views.size(), ms,
+                      stop.thread.GetIndexID(), w.views.size(), ms,
                       static_cast<unsigned long long>(w.memory_reads));
         if (!args.has("summary"))
             for (std::size_t i = 0; i < w.views.size(); ++i) {

@@ -4,35 +4,18 @@
 // core's compare_backtraces().
 #include "command.hpp"
 #include "format.hpp"
-#include "json_out.hpp"
 #include "sb_target.hpp"
-#include "walk.hpp"
+#include "thread_command.hpp"
 
 #include <array>
 
 namespace sfunwind::lldb_plugin {
 namespace {
 
-constexpr std::array<OptionSpec, 3> compare_options{{
-    {'c', "count", true},
-    {'t', "thread", true},
-    {'j', "json", false},
-}};
+constexpr std::array<OptionSpec, 3> compare_options{{count_option, thread_option, json_option}};
 
-void json_frames(JsonOut& j, const std::vector<FrameView>& frames, const SframeWalk* walk = nullptr) {
-    j.begin_array();
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-        const FrameView& v = frames[i];
-        j.begin_object();
-        if (walk != nullptr && i < walk->link_pcs.size())
-            j.key("module_path").value(walk->module_paths[i]).key("link_pc").value(walk->link_pcs[i]);
-        j.key("pc").value(v.pc).key("cfa").value(v.cfa).key("sp").value(v.sp).key("fp").value(v.fp);
-        j.key("function").value(v.function).key("module").value(v.module);
-        if (!v.rule.empty()) j.key("row").value(v.rule);
-        j.end_object();
-    }
-    j.end_array();
-}
+// Frames compared when -c is not given (both unwinds stop there).
+constexpr std::uint32_t default_max_frames = 4096;
 
 std::string field(const char* name, const std::optional<std::uint64_t>& s, const std::optional<std::uint64_t>& r,
                   bool compared, bool equal) {
@@ -49,35 +32,16 @@ protected:
     std::span<const OptionSpec> options() const override { return compare_options; }
 
     bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
-        std::uint32_t max_frames = 4096;
-        if (const auto* c = args.get("count")) {
-            const auto n = parse_number(*c);
-            if (!n || *n == 0 || *n > 10'000'000) {
-                result.SetError(("sframe compare: bad frame count '" + *c + "'").c_str());
-                return false;
-            }
-            max_frames = static_cast<std::uint32_t>(*n);
-        }
-        std::optional<std::uint32_t> thread;
-        if (const auto* t = args.get("thread")) {
-            const auto n = parse_number(*t);
-            if (!n || *n > 0xffffffffU) {
-                result.SetError(("sframe compare: bad thread index '" + *t + "'").c_str());
-                return false;
-            }
-            thread = static_cast<std::uint32_t>(*n);
-        }
-        auto stop = current_stop(debugger, thread);
-        if (!stop) {
-            result.SetError(("sframe compare: " + stop.error().message()).c_str());
-            return false;
-        }
-        if (provider_active(debugger, stop->target)) {
+        auto request = thread_request(debugger, args, "sframe compare", default_max_frames, result);
+        if (!request) return false;
+        StopContext& stop = request->stop;
+        const std::uint32_t max_frames = request->max_frames;
+        if (provider_active(debugger, stop.target)) {
             result.SetError("sframe compare: the SFrame frame provider is on, so LLDB's frames are SFrame's own, "
                             "and reading their registers crashes LLDB 23; run 'sframe provider off' first");
             return false;
         }
-        auto walk = sframe_walk(session_.catalog, *stop, max_frames);
+        auto walk = sframe_walk(session_.catalog, stop, max_frames);
         if (!walk) {
             result.SetError(("sframe compare: " + walk.error().message()).c_str());
             return false;
@@ -90,7 +54,7 @@ protected:
         // frames from the one below it on.
         std::uint32_t lldb_limit = max_frames;
         std::string limited;
-        if (stop->abi->arch == Arch::S390x && lldb_major_version() >= 23)
+        if (stop.abi->arch == Arch::S390x && lldb_major_version() >= 23)
             for (std::size_t i = 1; i < sf.size(); ++i)
                 if (sf[i].module.empty()) {
                     lldb_limit = static_cast<std::uint32_t>(i > 1 ? i - 1 : 1);
@@ -99,13 +63,13 @@ protected:
                               " crashes unwinding past an s390x signal trampoline (frame " + std::to_string(i) + ")";
                     break;
                 }
-        const std::vector<FrameView> ref = lldb_frames(*stop, lldb_limit);
+        const std::vector<FrameView> ref = lldb_frames(stop, lldb_limit);
         const BacktraceComparison cmp = compare_backtraces(sf, (*walk)->bt.stop, ref);
 
         if (args.has("json")) {
             JsonOut j;
             j.begin_object();
-            j.key("thread").value(std::uint64_t{stop->thread.GetIndexID()});
+            j.key("thread").value(std::uint64_t{stop.thread.GetIndexID()});
             j.key("sframe_stop_code").value(to_string((*walk)->bt.stop.code()));
             j.key("sframe_stop").value((*walk)->bt.stop.message());
             j.key("sframe_frames");
@@ -140,7 +104,7 @@ protected:
         }
 
         result.Printf("thread #%u: SFrame (%zu frames) against LLDB's unwinder (%zu frames)\n",
-                      stop->thread.GetIndexID(), sf.size(), ref.size());
+                      stop.thread.GetIndexID(), sf.size(), ref.size());
         for (std::size_t i = 0; i < cmp.frames.size(); ++i) {
             const FrameMatch& m = cmp.frames[i];
             const FrameView& s = sf[i];

@@ -31,11 +31,12 @@ protected:
             return false;
         }
         if (args.has("off")) {
-            session_.coverage.set_enabled(false);
-            result.Printf("SFrame debug files: off (files already in use stay in use)\n");
+            session_.coverage.set_enabled(debugger, false);
+            result.Printf("SFrame debug files: off for modules LLDB loads from now on (files already in use stay "
+                          "in use)\n");
             return true;
         }
-        if (args.has("on")) session_.coverage.set_enabled(true);
+        if (args.has("on")) session_.coverage.set_enabled(debugger, true);
         if (const auto* dir = args.get("cache-dir")) session_.coverage.set_cache_dir(debugger, *dir);
         lldb::SBTarget target = debugger.GetSelectedTarget();
         if (!target.IsValid()) {
@@ -50,7 +51,8 @@ protected:
             // to the debugger's error file, once each.
             std::string text;
             for (const auto& line : lines)
-                if (line.find("not covered") != std::string::npos || line.find("failed") != std::string::npos)
+                if (line.find("not covered") != std::string::npos || line.find("failed") != std::string::npos ||
+                    line.rfind("hint:", 0) == 0)
                     text += "sframe: " + line + "\n";
             for (const auto& problem : session_.catalog.take_new_problems())
                 text += "warning: sframe: " + problem + "\n";

@@ -51,6 +51,11 @@ protected:
             j.key("lldb").value(lldb::SBDebugger::GetVersionString());
             j.key("cache_dir").value(session_.coverage.cache_dir());
             j.key("coverage_enabled").value(session_.coverage.enabled());
+            const ResponderStatus r = session_.coverage.responder_status();
+            j.key("responder").begin_object();
+            j.key("url").value(r.url).key("problem").value(r.problem);
+            j.key("requests").value(r.requests).key("served").value(r.served);
+            j.end_object();
             j.key("modules").begin_array();
             for (std::size_t i = 0; i < modules.size(); ++i) {
                 const TargetModule& m = modules[i];
@@ -96,6 +101,14 @@ protected:
         result.Printf("sfunwind LLDB plugin in %s\n", lldb::SBDebugger::GetVersionString());
         result.Printf("debug files: %s (%s), in target.debug-file-search-paths\n",
                       session_.coverage.cache_dir().c_str(), session_.coverage.enabled() ? "on" : "off");
+        if (const ResponderStatus r = session_.coverage.responder_status(); !r.url.empty())
+            result.Printf("debuginfod responder: %s (first in plugin.symbol-locator.debuginfod.server-urls), "
+                          "%llu requests, %llu files sent\n",
+                          r.url.c_str(), static_cast<unsigned long long>(r.requests),
+                          static_cast<unsigned long long>(r.served));
+        else
+            result.Printf("debuginfod responder: not running%s%s\n", r.problem.empty() ? "" : ": ",
+                          r.problem.c_str());
         if (!target.IsValid()) {
             result.Printf("no target\n");
             return true;

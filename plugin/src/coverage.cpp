@@ -1,21 +1,27 @@
 // SPDX-License-Identifier: MIT
 #include "coverage.hpp"
 
+#include "core_files.hpp"
+#include "elf_probe.hpp"
 #include "needed_libraries.hpp"
 #include "sb_target.hpp"
+#include "target_create_hook.hpp"
 
 #include <lldb/API/SBCommandInterpreter.h>
 #include <lldb/API/SBCommandReturnObject.h>
 #include <lldb/API/SBExecutionContext.h>
-#include <lldb/API/SBEvent.h>
 #include <lldb/API/SBFile.h>
 #include <lldb/API/SBFileSpec.h>
 #include <lldb/API/SBProcess.h>
 #include <lldb/API/SBStringList.h>
 
 #include <cstdio>
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
+#include <utility>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -78,6 +84,31 @@ bool run_command(lldb::SBDebugger& debugger, lldb::SBTarget target, const std::s
     return result.Succeeded();
 }
 
+// DEBUGINFOD_URLS: the servers LLDB's debuginfod client asks when its
+// setting is empty (debuginfod-client(7): a space-separated list).
+std::vector<std::string> env_debuginfod_urls() {
+    std::vector<std::string> out;
+    const char* v = std::getenv("DEBUGINFOD_URLS");
+    if (v == nullptr) return out;
+    const std::string all = v;
+    std::size_t at = 0;
+    while ((at = all.find_first_not_of(" \t\n", at)) != std::string::npos) {
+        const std::size_t end = std::min(all.find_first_of(" \t\n", at), all.size());
+        out.push_back(all.substr(at, end - at));
+        at = end;
+    }
+    return out;
+}
+
+std::uint64_t file_size(const std::string& path) {
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(path, ec);
+    return ec ? 0 : n;
+}
+
+constexpr const char* search_paths_setting = "target.debug-file-search-paths";
+constexpr const char* debuginfod_setting = "plugin.symbol-locator.debuginfod.server-urls";
+
 } // namespace
 
 const char* to_string(ModuleCoverage::State state) noexcept {
@@ -95,53 +126,113 @@ bool Coverage::enabled() const {
     return enabled_;
 }
 
-void Coverage::set_enabled(bool on) {
-    const std::lock_guard lock(mutex_);
-    enabled_ = on;
-}
-
-std::string Coverage::cache_dir() const {
-    const std::lock_guard lock(mutex_);
-    return cache_->dir();
-}
-
-void Coverage::set_cache_dir(lldb::SBDebugger& debugger, const std::string& dir) {
+void Coverage::set_enabled(lldb::SBDebugger& debugger, bool on) {
+    std::vector<std::string> dirs;
     {
         const std::lock_guard lock(mutex_);
-        cache_ = std::make_unique<DebugFileCache>(dir);
-        // Settings belong to a debugger: each gets the path once.
-        if (!search_paths_set_.insert(std::to_string(debugger.GetID()) + '\n' + dir).second) return;
+        enabled_ = on;
+        dirs = search_dirs_;
     }
-    // Target settings live in each target and in the debugger's global
-    // defaults, which targets created later copy: set both. The defaults are
-    // only reachable without an execution context, which HandleCommand
-    // always supplies, hence SetInternalVariable (an assignment: the list is
-    // rebuilt with the directory added).
-    const char* name = "target.debug-file-search-paths";
+    for (const auto& dir : dirs) set_search_path(debugger, dir, on);
+    if (!responder_.running()) return;
+    if (on) {
+        set_debuginfod_url(debugger);
+    } else if (!url_in_settings_.empty()) {
+        // Off must also keep LLDB's debuginfod client from the copies it
+        // keeps of the files the responder sent, which it would reuse for
+        // the same build-id without asking: the setting goes back to what
+        // it was before the plugin.
+        std::string value;
+        for (const auto& u : urls_before_) value += lldb_quoted(u) + " ";
+        lldb::SBDebugger::SetInternalVariable(debuginfod_setting, value.c_str(), debugger.GetInstanceName());
+        url_in_settings_.clear();
+    }
+}
+
+std::shared_ptr<DebugFileCache> Coverage::cache() const {
+    const std::lock_guard lock(mutex_);
+    return cache_;
+}
+
+std::string Coverage::cache_dir() const { return cache()->dir(); }
+
+void Coverage::set_cache_dir(lldb::SBDebugger& debugger, const std::string& dir) {
+    std::vector<std::string> old;
+    {
+        // Holders of the old cache (the responder's thread) keep it alive.
+        const std::lock_guard lock(mutex_);
+        cache_ = std::make_shared<DebugFileCache>(dir);
+        old = std::exchange(search_dirs_, {dir});
+    }
+    // The cache moves: LLDB stops finding the files of the old one.
+    for (const auto& d : old)
+        if (d != dir) set_search_path(debugger, d, false);
+    if (enabled()) set_search_path(debugger, dir, true);
+}
+
+void Coverage::set_search_path(lldb::SBDebugger& debugger, const std::string& dir, bool present) {
+    // SymbolVendorELF searches the debugger-wide default of this setting
+    // (Target::GetDefaultDebugFileSearchPaths), which is only reachable
+    // without an execution context, which HandleCommand always supplies:
+    // hence SetInternalVariable, an assignment of the whole list.
+    // First in the list: LLDB takes the first file with the module's
+    // build-id, and the plugin's copy of a separate debug file holds that
+    // file's DWARF and the SFrame-derived .debug_frame.
+    const std::vector<std::string> now = setting_paths(search_paths_setting, debugger.GetInstanceName());
+    std::string value = present ? lldb_quoted(dir) + " " : std::string();
+    bool had = false;
+    for (const auto& d : now) {
+        if (d == dir) {
+            had = true;
+            continue;
+        }
+        value += lldb_quoted(d) + " ";
+    }
+    if (had == present && (!present || now.front() == dir)) return;
+    lldb::SBDebugger::SetInternalVariable(search_paths_setting, value.c_str(), debugger.GetInstanceName());
+}
+
+void Coverage::set_debuginfod_url(lldb::SBDebugger& debugger) {
+    const std::string ours = responder_.url();
+    std::vector<std::string> urls = setting_paths(debuginfod_setting, debugger.GetInstanceName());
+    std::vector<std::string> others;
+    for (const auto& u : urls)
+        if (u != ours && u != url_in_settings_) others.push_back(u);
+    if (url_in_settings_.empty()) urls_before_ = others;
+    // An empty setting means DEBUGINFOD_URLS to LLDB; once the setting
+    // holds the responder, it must hold those servers too.
+    if (others.empty()) others = env_debuginfod_urls();
+    std::vector<std::string> wanted{ours};
+    wanted.insert(wanted.end(), others.begin(), others.end());
+    if (urls == wanted) return;
     std::string value;
-    for (const auto& d : setting_paths(name, debugger.GetInstanceName()))
-        if (d != dir) value += lldb_quoted(d) + " ";
-    value += lldb_quoted(dir);
-    lldb::SBDebugger::SetInternalVariable(name, value.c_str(), debugger.GetInstanceName());
-    for (std::uint32_t i = 0; i < debugger.GetNumTargets(); ++i)
-        run_command(debugger, debugger.GetTargetAtIndex(i),
-                    "settings append target.debug-file-search-paths " + lldb_quoted(dir), nullptr);
+    for (const auto& u : wanted) value += lldb_quoted(u) + " ";
+    lldb::SBDebugger::SetInternalVariable(debuginfod_setting, value.c_str(), debugger.GetInstanceName());
+    url_in_settings_ = ours;
 }
 
 void Coverage::initialize(lldb::SBDebugger& debugger) {
-    set_cache_dir(debugger, cache_dir());
+    bool first = false;
     {
-        const std::lock_guard lock(listener_mutex_);
+        const std::lock_guard lock(mutex_);
         if (!debuggers_.insert(debugger.GetID()).second) return; // the plugin was loaded twice
-        debugger.AddDestroyCallback(&Coverage::debugger_destroyed, this);
-        if (!listener_) {
-            listener_ = std::make_unique<lldb::SBListener>("sfunwind.coverage");
-            stop_listener_ = false;
-            listener_thread_ = std::thread([this] { listen(); });
-        }
-        listener_->StartListeningForEventClass(debugger, lldb::SBTarget::GetBroadcasterClassName(),
-                                               lldb::SBTarget::eBroadcastBitModulesLoaded);
+        first = debuggers_.size() == 1;
+        lldb_major_ = lldb_major_version();
     }
+    debugger.AddDestroyCallback(&Coverage::debugger_destroyed, this);
+    const std::string dir = cache_dir();
+    {
+        const std::lock_guard lock(mutex_);
+        if (std::find(search_dirs_.begin(), search_dirs_.end(), dir) == search_dirs_.end()) search_dirs_.push_back(dir);
+    }
+    if (enabled()) set_search_path(debugger, dir, true);
+    if (first && !responder_.running()) {
+        Status started = responder_.start([this](const std::string& id) { return serve(id); });
+        const std::lock_guard lock(mutex_);
+        responder_problem_ = started ? std::string() : started.error().message();
+    }
+    if (responder_.running()) set_debuginfod_url(debugger);
+    install_target_create_hook(debugger, *this);
     // Stop hooks of the dummy target are copied into every target created
     // later; targets that exist already get their own.
     const std::string hook = "target stop-hook add -o \"sframe cover --stop-hook\"";
@@ -153,55 +244,111 @@ void Coverage::initialize(lldb::SBDebugger& debugger) {
     }
 }
 
-void Coverage::listen() {
-    while (!stop_listener_) {
-        lldb::SBEvent event;
-        if (!listener_->WaitForEvent(1, event) || !event.IsValid()) continue;
-        if (!lldb::SBTarget::EventIsTargetEvent(event)) continue;
-        lldb::SBTarget target = lldb::SBTarget::GetTargetFromEvent(event);
-        if (!target.IsValid()) continue;
-        // Not while a process starts or runs: SB calls from this thread then
-        // raced with the launch (LLDB 19 reported its launch stop as a
-        // SIGSTOP at _start, measured). The stop hook covers those modules.
-        if (lldb::SBProcess process = target.GetProcess(); process.IsValid()) continue;
-        lldb::SBDebugger debugger = target.GetDebugger();
-        try {
-            generate(debugger, target);
-        } catch (...) {
-            // A failure here must not end the thread, let alone LLDB.
-        }
-    }
-}
-
-void Coverage::stop_listening() {
-    std::thread t;
-    {
-        const std::lock_guard lock(listener_mutex_);
-        stop_listener_ = true;
-        t = std::move(listener_thread_);
-    }
-    if (t.joinable() && t.get_id() != std::this_thread::get_id()) t.join();
-    const std::lock_guard lock(listener_mutex_);
-    listener_.reset();
-}
-
 void Coverage::debugger_destroyed(lldb::user_id_t id, void* baton) {
     auto* self = static_cast<Coverage*>(baton);
     bool last = false;
     {
-        const std::lock_guard lock(self->listener_mutex_);
+        const std::lock_guard lock(self->mutex_);
         self->debuggers_.erase(id);
         last = self->debuggers_.empty();
     }
-    if (last) self->stop_listening();
+    // The server thread must not outlive the last debugger: LLDB tears
+    // itself down after it.
+    if (last) self->responder_.stop();
 }
 
-std::string Coverage::separate_debug_file(lldb::SBDebugger& debugger, const ModuleFile& file) const {
+ResponderStatus Coverage::responder_status() const {
+    ResponderStatus s;
+    s.url = responder_.url();
+    s.requests = responder_.requests();
+    s.served = responder_.served();
+    const std::lock_guard lock(mutex_);
+    s.problem = responder_problem_;
+    return s;
+}
+
+std::string Coverage::serve(const std::string& build_id) {
+    if (!enabled()) return {};
+    {
+        const std::lock_guard lock(mutex_);
+        asked_.insert(build_id);
+    }
+    // Most modules LLDB asks about have no SFrame (LLDB 23 asks its
+    // debuginfod servers before looking in the search paths): those are
+    // answered without reading more than their headers.
+    const BuildIdFiles::Found found = build_id_files_.find(build_id);
+    if (found.path.empty() || !found.sframe) return {};
+    const auto files = cache();
+    // Made by prepare() or install() with the right base (their stamps
+    // are checked there): sent as it is.
+    std::error_code ec;
+    if (const std::string made = files->path_for(build_id); std::filesystem::exists(made, ec)) return made;
+    const auto file = catalog_.file(found.path, build_id);
+    if (!file->section) return {};
+    // See examine(): LLDB 19 would lose the module's load addresses.
+    if (file->elf && file->elf->has_section(".debug_info") && lldb_major_ < 23) return {};
+    std::vector<std::string> dirs;
+    {
+        const std::lock_guard lock(mutex_);
+        dirs = debug_dirs_;
+    }
+    auto entry = files->ensure(*file, separate_debug_file(dirs, *file));
+    if (!entry) return {}; // install() reports it when LLDB has the module
+    const std::lock_guard lock(mutex_);
+    if (entry->generated_now) generated_[entry->path] = *entry;
+    return entry->path;
+}
+
+void Coverage::prepare_file(const std::string& debugger_name, const std::string& path) {
+    auto id = read_build_id(path);
+    if (!id) return; // LLDB matches debug files by build-id: nothing to prepare
+    build_id_files_.remember(path);
+    // A program may need dozens of libraries, few with SFrame: the others
+    // are not read past their headers.
+    if (!has_sframe(path)) return;
+    const auto file = catalog_.file(path, *id);
+    if (!file->section) return;
+    if (file->elf && file->elf->has_section(".debug_info") && lldb_major_ < 23) return;
+    auto entry = cache()->ensure(*file, separate_debug_file(debugger_name, *file));
+    if (entry && entry->generated_now) {
+        const std::lock_guard lock(mutex_);
+        generated_[entry->path] = *entry;
+    }
+}
+
+void Coverage::prepare(const std::string& debugger_name, const std::string& program, const std::string& core) {
+    if (!enabled()) return;
+    std::vector<std::string> paths;
+    if (!program.empty()) {
+        paths.push_back(program);
+        const auto id = read_build_id(program);
+        if (const auto file = catalog_.file(program, id ? *id : std::string()); file->elf)
+            for (auto& lib : needed_libraries(*file->elf, program)) paths.push_back(std::move(lib));
+    }
+    // The program and libraries the core was dumped with, by the names it
+    // recorded; LLDB loads those files (and LLDB 23 prefers the core's
+    // program to the one given).
+    if (!core.empty())
+        if (auto names = core_file_names(core))
+            for (auto& name : *names) paths.push_back(std::move(name));
+    for (const auto& path : paths) prepare_file(debugger_name, path);
+}
+
+std::string Coverage::separate_debug_file(const std::string& debugger_name, const ModuleFile& file) {
+    std::vector<std::string> dirs = setting_paths(search_paths_setting, debugger_name.c_str());
+    {
+        // The responder's thread reads this copy: it must not call LLDB.
+        const std::lock_guard lock(mutex_);
+        debug_dirs_ = dirs;
+    }
+    return separate_debug_file(dirs, file);
+}
+
+std::string Coverage::separate_debug_file(std::vector<std::string> dirs, const ModuleFile& file) const {
     const auto id = file.elf ? file.elf->build_id() : std::nullopt;
     if (!id || id->size() < 2) return {};
     const std::string hex_id = build_id_hex(*id);
     const std::string rel = "/.build-id/" + hex_id.substr(0, 2) + "/" + hex_id.substr(2) + ".debug";
-    std::vector<std::string> dirs = setting_paths("target.debug-file-search-paths", debugger.GetInstanceName());
     dirs.emplace_back("/usr/lib/debug");
     const std::string ours = cache_dir();
     for (const auto& d : dirs) {
@@ -211,6 +358,33 @@ std::string Coverage::separate_debug_file(lldb::SBDebugger& debugger, const Modu
         if (std::filesystem::exists(candidate, ec)) return candidate;
     }
     return {};
+}
+
+bool Coverage::is_served_copy(const std::string& symbols, const std::string& id, const std::string& debug_file) {
+    if (symbols.empty() || id.empty() || same_file(symbols, debug_file)) return false;
+    // LLDB keeps what its debuginfod client got under names of its own
+    // (llvmcache-HASH in LLDB 19, llvmcache-ID... in LLDB 23), and LLDB 23
+    // reuses it for the build-id without asking again, also for another file
+    // with the same build-id (a program and its stripped copy, whose symbol
+    // tables differ). So a copy is recognized by what makes it the plugin's:
+    // the build-id and the .debug_frame translated from the SFrame section.
+    std::error_code ec;
+    const auto stamp = [&](const std::string& p) {
+        return std::to_string(file_size(p)) + ":" +
+               std::to_string(std::filesystem::last_write_time(p, ec).time_since_epoch().count());
+    };
+    const std::string key = symbols + '\n' + stamp(symbols) + '\n' + debug_file + '\n' + stamp(debug_file);
+    {
+        const std::lock_guard lock(mutex_);
+        if (auto it = copies_.find(key); it != copies_.end()) return it->second;
+    }
+    const auto theirs = read_section(symbols, ".debug_frame");
+    const auto ours = read_section(debug_file, ".debug_frame");
+    const auto their_id = read_build_id(symbols);
+    const bool copy = theirs && ours && !ours->empty() && *theirs == *ours && their_id && *their_id == id;
+    const std::lock_guard lock(mutex_);
+    copies_[key] = copy;
+    return copy;
 }
 
 void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
@@ -228,15 +402,12 @@ void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
             modules.push_back(std::move(m));
         }
     }
+    const auto files = cache();
     for (const TargetModule& m : modules) {
+        build_id_files_.remember(m.path);
         if (!m.file->section) continue;
-        if (m.file->elf && m.file->elf->has_section(".debug_info") && lldb_major_version() < 23) continue;
-        DebugFileCache* cache = nullptr;
-        {
-            const std::lock_guard lock(mutex_);
-            cache = cache_.get();
-        }
-        auto entry = cache->ensure(*m.file, separate_debug_file(debugger, *m.file));
+        if (m.file->elf && m.file->elf->has_section(".debug_info") && lldb_major_ < 23) continue;
+        auto entry = files->ensure(*m.file, separate_debug_file(debugger.GetInstanceName(), *m.file));
         if (entry && entry->generated_now) {
             const std::lock_guard lock(mutex_);
             generated_[entry->path] = *entry;
@@ -254,37 +425,33 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
         return c;
     }
     c.has_eh_frame = m.file->elf && m.file->elf->has_section(".eh_frame");
-    DebugFileCache* cache = nullptr;
-    {
-        const std::lock_guard lock(mutex_);
-        cache = cache_.get();
-    }
+    const auto files = cache();
     const std::string symbols = spec_path(m.module.GetSymbolFileSpec());
-    const std::string own_debug_file = [&] {
-        const auto id = m.file->elf ? m.file->elf->build_id() : std::nullopt;
-        return id && !id->empty() ? cache->path_for(build_id_hex(*id)) : std::string();
-    }();
-    // A separate debug file LLDB found for the module (not ours) is the base
-    // of ours, so that its DWARF stays.
+    const auto id = m.file->elf ? m.file->elf->build_id() : std::nullopt;
+    const std::string id_hex = id && !id->empty() ? build_id_hex(*id) : std::string();
+    const std::string own_debug_file = id_hex.empty() ? std::string() : files->path_for(id_hex);
+    const bool served_copy = is_served_copy(symbols, id_hex, own_debug_file);
+    // A separate debug file LLDB found for the module (not ours, nor LLDB's
+    // copy of ours) is the base of ours, so that its DWARF stays.
     std::string base;
-    if (!symbols.empty() && !same_file(symbols, m.path) && !same_file(symbols, own_debug_file))
+    if (!symbols.empty() && !same_file(symbols, m.path) && !same_file(symbols, own_debug_file) && !served_copy)
         base = symbols;
-    else if (generate)
-        base = separate_debug_file(debugger, *m.file);
+    else if (generate && !served_copy)
+        base = separate_debug_file(debugger.GetInstanceName(), *m.file);
     // LLDB before 23 loads a symbol file for a module that has DWARF of its
     // own as a separate object whose sections never get load addresses:
     // breakpoints, variables and every frame above frame 0 break (measured
     // with LLDB 19; LLDB 23 merges the sections).
-    if (m.file->elf && m.file->elf->has_section(".debug_info") && lldb_major_version() < 23 &&
+    if (m.file->elf && m.file->elf->has_section(".debug_info") && lldb_major_ < 23 &&
         !same_file(symbols, own_debug_file)) {
         c.state = ModuleCoverage::State::Failed;
-        c.detail = "the module carries its own DWARF, and LLDB " + std::to_string(lldb_major_version()) +
+        c.detail = "the module carries its own DWARF, and LLDB " + std::to_string(lldb_major_) +
                    " cannot add a debug file to such a module without losing its section load addresses "
                    "(LLDB 23 can); move the module's DWARF into a separate debug file";
         return c;
     }
     if (generate) {
-        auto entry = cache->ensure(*m.file, base);
+        auto entry = files->ensure(*m.file, base);
         if (!entry) {
             c.state = ModuleCoverage::State::Failed;
             c.detail = entry.error().message();
@@ -294,13 +461,12 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
         const std::lock_guard lock(mutex_);
         if (entry->generated_now) generated_[entry->path] = *entry;
     } else {
-        const auto id = m.file->elf ? m.file->elf->build_id() : std::nullopt;
-        if (!id || id->empty()) {
+        if (id_hex.empty()) {
             c.state = ModuleCoverage::State::Failed;
             c.detail = "no GNU build-id";
             return c;
         }
-        c.debug_file = cache->path_for(build_id_hex(*id));
+        c.debug_file = own_debug_file;
         std::error_code ec;
         if (!std::filesystem::exists(c.debug_file, ec)) {
             c.state = ModuleCoverage::State::Failed;
@@ -318,6 +484,10 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
         c.detail = added_with_command_.count(m.path + '\n' + c.debug_file) != 0
                        ? "added with 'target symbols add'"
                        : "found by LLDB through target.debug-file-search-paths";
+    } else if (served_copy) {
+        c.state = ModuleCoverage::State::InUse;
+        c.detail = "sent by the plugin's debuginfod responder when LLDB loaded the module (this session or an "
+                   "earlier one); LLDB reads its copy " + symbols;
     } else {
         c.state = ModuleCoverage::State::Generated;
         c.detail = symbols.empty() ? "LLDB has no symbol file for the module"
@@ -337,20 +507,22 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
     // Files first, before anything below makes LLDB look for symbols: then
     // LLDB finds them itself where it had not looked yet.
     generate(debugger, target);
+    // With a process, LLDB has stopped at least once and unwound at that stop.
+    const bool late = target.GetProcess().IsValid();
     for (const TargetModule& m : catalog_.modules(target)) {
         if (!m.file->section) continue;
         const std::string key = m.path + '\n' + m.uuid;
         ModuleCoverage c = examine(debugger, m, true);
         if (c.cache.generated_now && c.state != ModuleCoverage::State::Failed) {
             const std::lock_guard lock(mutex_);
-            // Report each generation once: later examinations see the same entry.
-            if (generated_[c.debug_file].generated_now) {
+            // Each generation once, whoever made the file (this call, or the
+            // responder while LLDB loaded the module).
+            if (reported_.insert(c.debug_file).second) {
                 char buf[256];
                 std::snprintf(buf, sizeof buf, "%llu bytes of .debug_frame from %llu bytes of SFrame, %.1f ms",
                               static_cast<unsigned long long>(c.cache.debug_frame_bytes),
                               static_cast<unsigned long long>(c.cache.sframe_bytes), c.cache.milliseconds);
                 lines.push_back("generated " + c.debug_file + " for " + m.name + " (" + buf + ")");
-                generated_[c.debug_file].generated_now = false;
             }
         }
         if (c.state == ModuleCoverage::State::Failed) {
@@ -361,6 +533,8 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
         if (c.state != ModuleCoverage::State::Generated) continue;
         // Ours replaces LLDB's symbol file: the module itself, or a separate
         // debug file ours was copied from (examine() used it as the base).
+        const std::string symbols = spec_path(m.module.GetSymbolFileSpec());
+        const bool had_separate = !symbols.empty() && !same_file(symbols, m.path);
         std::string error;
         bool added = run_command(debugger, target, "target symbols add " + lldb_quoted(c.debug_file), &error);
         // LLDB matches the file to modules by UUID; when two modules share
@@ -372,6 +546,11 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
                                 &error);
         }
         if (!added && error.find("invalid target") != std::string::npos) return lines; // deleted meanwhile
+        // LLDB 23 gets the file through its symbol locators, its debuginfod
+        // client (the responder) first, uses what that gives, and still
+        // reports "does not match any existing module" (measured): what
+        // counts is the symbol file LLDB has now.
+        if (!added && examine(debugger, m, false).state == ModuleCoverage::State::InUse) added = true;
         if (!added) {
             const std::lock_guard lock(mutex_);
             if (failures_.emplace(key, error).second)
@@ -383,6 +562,27 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
             added_with_command_.insert(m.path + '\n' + c.debug_file);
         }
         lines.push_back(m.name + ": LLDB now reads " + c.debug_file + " (target symbols add)");
+        // LLDB 23 unwinds nothing on its own at a stop before the stop hook
+        // runs, and takes the new file for every frame (measured).
+        if (!late || lldb_major_ >= 23) continue;
+        const std::lock_guard lock(mutex_);
+        if (!hinted_.insert(key).second) continue;
+        const auto id = m.file->elf ? m.file->elf->build_id() : std::nullopt;
+        const bool asked = id && asked_.count(build_id_hex(*id)) != 0;
+        std::string why;
+        if (had_separate)
+            why = "LLDB found a separate debug file of the module's own first";
+        else if (!responder_problem_.empty())
+            why = "the plugin's debuginfod responder is not running: " + responder_problem_;
+        else if (asked)
+            why = "LLDB asked the plugin for it before the plugin could find the module's file, as for a small "
+                  "program given to SBDebugger::CreateTarget";
+        else
+            why = "LLDB did not ask the plugin's debuginfod responder: symbols.enable-external-lookup off, or an "
+                  "LLDB without libcurl";
+        lines.push_back("hint: " + m.name + ": SFrame debug file added only at this stop (" + why +
+                        "), so functions LLDB already unwound keep their plans; for full coverage run 'sframe "
+                        "cover' right after creating the target, before 'run' or loading a core");
     }
     return lines;
 }

@@ -4,42 +4,47 @@
 // LLDB loads as the module's symbol file, so that its own UnwindPlans for
 // those functions are 'DWARF CFI' made from the SFrame rows.
 //
-// LLDB finds the files itself through target.debug-file-search-paths (the
-// cache directory is appended to it) when they exist before it first looks
-// for the module's symbols. When it looked earlier (a cold cache: LLDB loads
-// symbols as soon as a module is added), install() adds the file with
-// `target symbols add`.
+// The file must be LLDB's before LLDB first unwinds through the module: LLDB
+// 19 keeps the unwind plans it made for a function, a stop unwinds frame 0's
+// two callers on LLDB's private state thread before any plugin code runs, and
+// loading a core unwinds at once (measured with `log enable lldb unwind`). LLDB looks for a module's symbols as soon as it adds the
+// module, so the files are made before that, with no command:
+//  - the cache directory is first in target.debug-file-search-paths, where
+//    LLDB finds a file made earlier by itself;
+//  - `target create` (also `file`, `lldb PROG`, `lldb -c CORE`) is seen
+//    before it runs (target_create_hook.hpp): the files of the program, of
+//    the libraries it needs and of the files a core names are made then;
+//  - for any other module LLDB asks its debuginfod servers, and the plugin
+//    is one of them (debuginfod_responder.hpp): the file is made while LLDB
+//    waits, for a module whose file the plugin can find (build_id_files.hpp:
+//    libraries the dynamic loader reports at launch, attach and dlopen, the
+//    modules of a core, a program LLDB has mapped).
 //
-// The file must be in place before LLDB first unwinds through the module:
-// LLDB 19 keeps the unwind plans it made for a function, and a stop unwinds
-// frame 0 and its caller before anything else runs (measured: a debug file
-// added at the first stop leaves those functions on 'assembly insn
-// profiling'), and LLDB looks for a module's symbols as soon as the module
-// is added (target.preload-symbols). So:
-//  - `sframe cover` right after `target create` (before `run` or loading a
-//    core) generates the files and adds them: complete coverage;
-//  - with the files in the cache (any earlier session), LLDB finds them
-//    itself, for the program and every library, with no command;
-//  - an event thread writes the files of every module LLDB reports loaded
-//    (so the next session finds them); it never runs LLDB commands and asks
-//    nothing that makes LLDB look for symbols (an LLDB command on a second
-//    thread deadlocked against SBTarget::LoadCore in LLDB 23, measured;
-//    turning preload-symbols off made LLDB 19 report its own entry
-//    breakpoint as a SIGTRAP);
-//  - a stop hook (on the dummy target, so every new target has it) runs
-//    install() at each stop: modules first seen at that stop are covered for
-//    every function not unwound yet.
+// What remains for install() (`sframe cover`, and the stop hook at every
+// stop): a module none of those reached (a program given to
+// SBDebugger::CreateTarget that LLDB read without mapping it, which LLVM
+// does for files under 16 KiB; a module with DWARF of its own; LLDB's
+// debuginfod client off, or built without libcurl); it gets its file with
+// `target symbols add`. Added at a stop, the file comes too late for the
+// functions LLDB 19 unwound at that stop, which keep their earlier plans:
+// install() then says so once per module, with the command that avoids it.
+//
+// Measured and rejected: an event thread on eBroadcastBitModulesLoaded (the
+// event comes after LLDB looked for symbols, and an LLDB command from that
+// thread deadlocked against SBTarget::LoadCore in LLDB 23); turning
+// target.preload-symbols off (LLDB 19 then reported its own launch stop as a
+// SIGTRAP); stopping at the dynamic loader's breakpoint
+// (target.process.stop-on-sharedlibrary-events with an auto-continuing stop
+// hook) covers launched processes only, not cores, nor a static program.
 #pragma once
 
+#include "build_id_files.hpp"
 #include "debug_file_cache.hpp"
+#include "debuginfod_responder.hpp"
 #include "module_catalog.hpp"
 
 #include <lldb/API/SBDebugger.h>
-#include <lldb/API/SBListener.h>
 #include <lldb/API/SBTarget.h>
-
-#include <atomic>
-#include <thread>
 
 #include <map>
 #include <memory>
@@ -55,14 +60,15 @@ struct ModuleCoverage {
         NoSframe,     // nothing to translate
         Failed,       // no debug file: see `detail`
         Generated,    // the debug file exists, LLDB does not use it (yet): see `detail`
-        InUse,        // LLDB's symbol file for the module is the generated file
+        InUse,        // LLDB's symbol file for the module is the generated file (or the copy LLDB keeps of it)
     };
     std::string module;        // file name
     std::string path;
     State state = State::NoSframe;
     std::string debug_file;
     // How LLDB found the file ("target.debug-file-search-paths", "target
-    // symbols add"), or why there is none / why LLDB does not use it.
+    // symbols add", the debuginfod responder), or why there is none / why
+    // LLDB does not use it.
     std::string detail;
     bool has_eh_frame = false; // LLDB prefers the module's .eh_frame where it covers a PC
     CacheEntry cache;          // sizes and times, when generated in this session
@@ -70,57 +76,100 @@ struct ModuleCoverage {
 
 const char* to_string(ModuleCoverage::State state) noexcept;
 
+// What the debuginfod responder has done, for `sframe status`.
+struct ResponderStatus {
+    std::string url;           // empty when it is not running
+    std::string problem;       // why it is not running
+    std::uint64_t requests = 0;
+    std::uint64_t served = 0;
+};
+
 class Coverage {
 public:
-    explicit Coverage(ModuleCatalog& catalog) : catalog_(catalog), cache_(std::make_unique<DebugFileCache>(default_cache_dir())) {}
+    explicit Coverage(ModuleCatalog& catalog)
+        : catalog_(catalog), cache_(std::make_shared<DebugFileCache>(default_cache_dir())) {}
 
     bool enabled() const;
-    void set_enabled(bool on);
+    // Off: the responder answers 404, and the cache and the responder leave
+    // LLDB's settings, so LLDB loads modules from then on without the
+    // plugin's files (files in use stay in use). On: all come back.
+    void set_enabled(lldb::SBDebugger& debugger, bool on);
     std::string cache_dir() const;
-    // Moves the cache and points target.debug-file-search-paths at it.
+    // Moves the cache: target.debug-file-search-paths holds the new
+    // directory instead of the old one.
     void set_cache_dir(lldb::SBDebugger& debugger, const std::string& dir);
 
-    // At plugin load: the search path, the stop hook (dummy target and every
-    // existing target), the event thread, and install() for the existing targets.
+    // At plugin load: the search path, the responder and its URL in LLDB's
+    // debuginfod settings, the stop hook (dummy target and every existing
+    // target), and install() for the existing targets.
     void initialize(lldb::SBDebugger& debugger);
-    // Ends the event thread (when the last debugger goes away).
-    void stop_listening();
     // Generates missing files and has LLDB use them. Returns one line per
-    // change or new problem (empty when nothing changed). With `wait` false
-    // it gives up at once when another thread is installing: the stop hook
+    // change or new problem (empty when nothing changed); a line starting
+    // with "hint:" says what to run for full coverage. With `wait` false it
+    // gives up at once when another thread is installing: the stop hook
     // runs while LLDB holds the target's API lock, which that thread's SB
     // calls need, so waiting there would deadlock.
     std::vector<std::string> install(lldb::SBDebugger& debugger, lldb::SBTarget& target, bool wait = true);
-    // Only writes the missing debug files (the event thread): no LLDB
-    // command, and nothing that makes LLDB look for symbols.
-    void generate(lldb::SBDebugger& debugger, lldb::SBTarget& target);
+    // Before `target create` runs (target_create_hook.hpp): the debug files
+    // of the program, the libraries it needs and the files the core names,
+    // so that LLDB finds them through the search paths as it adds each
+    // module; the responder learns the paths too. Paths may be empty.
+    void prepare(const std::string& debugger_name, const std::string& program, const std::string& core);
     // The state of every module of the target.
     std::vector<ModuleCoverage> report(lldb::SBTarget& target);
+    ResponderStatus responder_status() const;
 
 private:
+    // The responder's answer for a build-id (its own thread; no SB call):
+    // the debug file of the local module with that build-id, made now if
+    // missing, or empty.
+    std::string serve(const std::string& build_id);
+    // Writes the missing debug files of the target's modules and of the
+    // libraries its program needs (LLDB finds those itself when the dynamic
+    // loader adds them), asking LLDB nothing that makes it look for symbols.
+    void generate(lldb::SBDebugger& debugger, lldb::SBTarget& target);
     ModuleCoverage examine(lldb::SBDebugger& debugger, const TargetModule& m, bool generate);
     // An existing separate debug file of the module (by build-id, in the
     // debug-file search paths other than the cache, and /usr/lib/debug):
     // the base of ours, so that its DWARF stays. Empty when there is none.
-    std::string separate_debug_file(lldb::SBDebugger& debugger, const ModuleFile& file) const;
-
-    void listen();
+    std::string separate_debug_file(const std::string& debugger_name, const ModuleFile& file);
+    // The same among `dirs` (a copy of the setting, for the responder's
+    // thread, which must not call LLDB).
+    std::string separate_debug_file(std::vector<std::string> dirs, const ModuleFile& file) const;
+    // The debug file of one local file, made if missing (no SB call but the
+    // settings read of separate_debug_file()).
+    void prepare_file(const std::string& debugger_name, const std::string& path);
+    // Whether `symbols` is a copy LLDB's debuginfod client keeps of a file
+    // the responder sent for build-id `id` (now `debug_file`).
+    bool is_served_copy(const std::string& symbols, const std::string& id, const std::string& debug_file);
+    std::shared_ptr<DebugFileCache> cache() const;
+    // Puts `dir` first in the global target.debug-file-search-paths, or removes it.
+    void set_search_path(lldb::SBDebugger& debugger, const std::string& dir, bool present);
+    // Puts the responder's URL first in plugin.symbol-locator.debuginfod.server-urls.
+    void set_debuginfod_url(lldb::SBDebugger& debugger);
     static void debugger_destroyed(lldb::user_id_t id, void* baton);
 
     ModuleCatalog& catalog_;
+    BuildIdFiles build_id_files_;
+    DebuginfodResponder responder_;
     mutable std::mutex mutex_;
     std::mutex install_mutex_;          // one install() at a time, from any thread
-    std::mutex listener_mutex_;
-    std::unique_ptr<lldb::SBListener> listener_;
-    std::thread listener_thread_;
-    std::atomic<bool> stop_listener_{false};
-    std::set<lldb::user_id_t> debuggers_;  // debuggers the plugin serves
-    std::unique_ptr<DebugFileCache> cache_;
+    std::shared_ptr<DebugFileCache> cache_;
     bool enabled_ = true;
+    int lldb_major_ = 0;
+    std::string responder_problem_;
+    std::vector<std::string> search_dirs_;             // the cache directory the plugin put in the search paths
+    std::string url_in_settings_;                      // the responder URL the settings hold
+    std::vector<std::string> urls_before_;             // the debuginfod setting before the plugin changed it
+    std::set<lldb::user_id_t> debuggers_;              // debuggers the plugin serves
     std::map<std::string, CacheEntry> generated_;      // by debug file path, this session
+    std::set<std::string> reported_;                   // debug files whose generation install() reported
+    std::set<std::string> asked_;                      // build-ids LLDB asked the responder for
+    std::map<std::string, bool> copies_;               // is_served_copy() answers, by both files' versions
+    std::vector<std::string> debug_dirs_;              // target.debug-file-search-paths, last read
     std::map<std::string, std::string> failures_;      // by module path + uuid: why, reported once
+    std::set<std::string> hinted_;                     // module path + uuid: the late-coverage hint was given
     std::set<std::string> added_with_command_;         // module path + debug file given with `target symbols add`
-    std::set<std::string> search_paths_set_;           // debugger id + cache dir, appended to the setting
 };
 
 } // namespace sfunwind::lldb_plugin

@@ -75,10 +75,23 @@ void locate(lldb::SBTarget& target, TargetModule& m) {
     }
 }
 
+// LLDB spells a UUID "B3FDAC27-2868-..."; the debuginfod responder has the
+// build-id as lowercase hex: one key for both.
+std::string uuid_key(const std::string& uuid) {
+    std::string key;
+    for (const char c : uuid) {
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
+            key += c;
+        else if (c >= 'A' && c <= 'F')
+            key += static_cast<char>(c - 'A' + 'a');
+    }
+    return key;
+}
+
 } // namespace
 
 std::shared_ptr<const ModuleFile> ModuleCatalog::file(const std::string& path, const std::string& uuid) {
-    const std::string key = path + '\n' + uuid;
+    const std::string key = path + '\n' + uuid_key(uuid);
     {
         const std::lock_guard lock(mutex_);
         if (auto it = files_.find(key); it != files_.end()) return it->second;
@@ -93,7 +106,7 @@ std::shared_ptr<const ModuleFile> ModuleCatalog::file(const std::string& path, c
 }
 
 std::shared_ptr<const ModuleFile> ModuleCatalog::memory_file(lldb::SBTarget& target, const TargetModule& m) {
-    const std::string key = m.path + '\n' + m.uuid + "\nmemory";
+    const std::string key = m.path + '\n' + uuid_key(m.uuid) + "\nmemory";
     {
         const std::lock_guard lock(mutex_);
         if (auto it = files_.find(key); it != files_.end()) return it->second;

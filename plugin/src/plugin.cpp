@@ -32,8 +32,10 @@ void register_commands(lldb::SBDebugger& debugger, Session& s) {
         "unwind next to LLDB's own; 'sframe show-unwind' and 'sframe dump' print the rows.\n"
         "For LLDB's own commands (bt, up, frame variable, finish) the plugin writes, for each\n"
         "module with SFrame, a debug file whose .debug_frame is translated from the SFrame\n"
-        "rows, and has LLDB load it ('sframe cover', run automatically by a stop hook);\n"
-        "'sframe status' says which modules are covered and how.");
+        "rows. LLDB gets it when it loads the module, from the plugin's cache through\n"
+        "target.debug-file-search-paths or from the plugin's debuginfod responder, with no\n"
+        "command; 'sframe cover' (also run by a stop hook) adds the files LLDB did not ask\n"
+        "for. 'sframe status' says which modules are covered and how.");
     sframe.AddCommand("bt", make_bt_command(s),
                       "Backtrace of the selected thread stepped by SFrame alone (sfunwind's unwinder), from the "
                       "thread's live registers and memory. Per frame: pc, CFA, sp, fp, the SFrame row used to step "
@@ -65,8 +67,9 @@ void register_commands(lldb::SBDebugger& debugger, Session& s) {
                       "sframe status [-j|--json]");
     sframe.AddCommand("cover", make_cover_command(s),
                       "Generate the SFrame-derived debug files of the selected target's modules (cached by "
-                      "build-id) and make LLDB load them. Runs by itself from a stop hook; run it by hand after "
-                      "loading a core file with a cold cache.",
+                      "build-id) and make LLDB load the ones it did not get when it loaded the module (a module "
+                      "with a separate debug file of its own, or LLDB's debuginfod client off). Runs by itself "
+                      "from a stop hook; --off stops giving LLDB the files for modules it loads later.",
                       "sframe cover [--on | --off] [-d|--cache-dir DIR]");
     sframe.AddCommand("provider", make_provider_command(s),
                       "Frame-provider mode (LLDB 22 or newer): 'on' registers a scripted frame provider for the "

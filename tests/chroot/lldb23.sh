@@ -14,12 +14,15 @@
 # and test_commands once more with the host's build of the plugin when there
 # is one (build/default), to show that one build loads in LLDB 19 and 23.
 #
-# Environment: JOBS (build parallelism, default 2).
+# Environment: JOBS (build parallelism, default 2); LLDB23_BUILD (the chroot
+# build directory, default build/sid-lldb23); HOST_PLUGIN (the host build of
+# the plugin for the last run, default build/default/plugin/libsfunwind_lldb.so).
 # Exit status: non-zero if the build or any suite failed.
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=$repo/build/sid-lldb23
+build=${LLDB23_BUILD:-$repo/build/sid-lldb23}
+host_plugin=${HOST_PLUGIN:-$repo/build/default/plugin/libsfunwind_lldb.so}
 jobs=${JOBS:-2}
 
 inner=$(cat <<INNER
@@ -34,8 +37,8 @@ run() { echo; echo "--- \$*"; "\$@" || failed=\$((failed + 1)); }
 for suite in commands unwindplan cores qemu provider; do
   run python3 tests/lldb/test_\$suite.py --chroot --plugin "\$plugin" --lldb lldb-23 --work "$build/work-\$suite"
 done
-if [[ -f "$repo/build/default/plugin/libsfunwind_lldb.so" ]]; then
-  run python3 tests/lldb/test_commands.py --chroot --plugin "$repo/build/default/plugin/libsfunwind_lldb.so" \
+if [[ -f "$host_plugin" ]]; then
+  run python3 tests/lldb/test_commands.py --chroot --plugin "$host_plugin" \
     --lldb lldb-23 --work "$build/work-host-plugin" --only recurse
 fi
 echo

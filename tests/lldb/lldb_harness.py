@@ -10,6 +10,7 @@ lldb` is not possible yet, and prints one line per check and a last line
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -82,6 +83,13 @@ class Results:
         self.stats[key] = self.stats.get(key, 0) + n
 
 
+# The sessions with the plugin loaded. The plugin acts on the whole LLDB
+# process (the debug-file search paths and LLDB's debuginfod servers are
+# process-wide settings), so a plain session pauses it while LLDB loads
+# modules for it (see Session.plain_loading).
+_plugin_sessions = []
+
+
 class Session:
     """One SBDebugger with the plugin loaded, synchronous."""
 
@@ -89,13 +97,30 @@ class Session:
         import lldb
         self.lldb = lldb
         self.work = work
+        self.plain = plugin is None
         self.debugger = lldb.SBDebugger.Create(False)
         self.debugger.SetAsync(False)
         if plugin is not None:  # None: plain LLDB, the reference
             ok, out, err = self.cmd("plugin load " + plugin)
             if not ok:
                 raise RuntimeError("plugin load failed: " + err)
+            _plugin_sessions.append(self)
         self.version = lldb.SBDebugger.GetVersionString()
+        self.major = int(re.search(r"version (\d+)", self.version).group(1))
+
+    @contextlib.contextmanager
+    def plain_loading(self):
+        """For a plain session: `sframe cover --off` in the plugin's sessions
+        while LLDB loads modules, so that the reference gets no debug file of
+        the plugin's (by search path or by the debuginfod responder)."""
+        paused = _plugin_sessions if self.plain else []
+        for p in paused:
+            p.cmd("sframe cover --off")
+        try:
+            yield
+        finally:
+            for p in paused:
+                p.cmd("sframe cover --on")
 
     def cmd(self, line, target=None):
         lldb = self.lldb
@@ -115,14 +140,34 @@ class Session:
     def create(self, path, core=None):
         lldb = self.lldb
         err = lldb.SBError()
-        target = self.debugger.CreateTarget(path, None, None, True, err)
-        if not target.IsValid():
-            raise RuntimeError("target create %s: %s" % (path, err.GetCString()))
-        if core is not None:
-            process = target.LoadCore(core)
-            if not process.IsValid():
-                raise RuntimeError("cannot load core " + core)
+        with self.plain_loading():
+            target = self.debugger.CreateTarget(path, None, None, True, err)
+            if not target.IsValid():
+                raise RuntimeError("target create %s: %s" % (path, err.GetCString()))
+            if core is not None:
+                process = target.LoadCore(core)
+                if not process.IsValid():
+                    raise RuntimeError("cannot load core " + core)
         return target
+
+    def create_by_command(self, path, core=None, command="target create"):
+        """The ordinary flow: the `target create` command (what `file PROG`,
+        `lldb PROG` and `lldb -c CORE PROG` run), no plugin command.
+        `command` may add options, or be the `file` alias."""
+        line = command + " " + ("--core %s " % quote(core) if core else "") + quote(path)
+        ok, out, err = self.cmd(line)
+        target = self.debugger.GetSelectedTarget()
+        if not ok or not target.IsValid():
+            raise RuntimeError(line + ": " + err)
+        return target
+
+    def launch_by_command(self, target):
+        """`process launch` (what `run` runs) in the work directory."""
+        ok, out, err = self.cmd("process launch -w " + quote(self.work), target)
+        process = target.GetProcess()
+        if not ok or not process.IsValid():
+            raise RuntimeError("process launch: " + err)
+        return process
 
     def launch(self, target, args, stop_at_entry=False):
         lldb = self.lldb
@@ -133,7 +178,8 @@ class Session:
             flags |= lldb.eLaunchFlagStopAtEntry
         info.SetLaunchFlags(flags)
         err = lldb.SBError()
-        process = target.Launch(info, err)
+        with self.plain_loading():
+            process = target.Launch(info, err)
         if not process.IsValid() or err.Fail():
             raise RuntimeError("launch failed: " + (err.GetCString() or "?"))
         return process
@@ -148,6 +194,11 @@ class Session:
             # module cache: a later target must not find them (they keep
             # unwind plans, and share UUIDs with the -noeh copies).
             self.lldb.SBDebugger.MemoryPressureDetected()
+
+
+def quote(path):
+    """A path as one word of an LLDB command."""
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def fixture(*parts):
@@ -292,6 +343,12 @@ def main(run):
         import tempfile
         work = tempfile.mkdtemp(prefix="sfunwind-lldb-")
     os.makedirs(work, exist_ok=True)
+    # LLDB's debuginfod client keeps what the plugin's responder sends in its
+    # own cache, by build-id: one per run, so that no run sees another's.
+    os.environ["DEBUGINFOD_CACHE_PATH"] = os.path.join(work, "llvm-debuginfod")
+    shutil.rmtree(os.environ["DEBUGINFOD_CACHE_PATH"], ignore_errors=True)
+    # No real debuginfod server: the tests must not depend on the network.
+    os.environ.pop("DEBUGINFOD_URLS", None)
     res = Results(args.verbose)
     import lldb
     lldb.SBDebugger.Initialize()

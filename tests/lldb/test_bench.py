@@ -81,9 +81,10 @@ def bench_translation(s, res, work, paths):
         shutil.rmtree(cache, ignore_errors=True)  # the cost of a cold cache
         target = s.create(path)
         try:
-            # The cache directory is switched after `target create`, so the
-            # plugin's event thread has written its file elsewhere and this
-            # command does the translation, and reports it.
+            # A new, empty cache directory after `target create` (which may
+            # have had the file made in the old one, while LLDB loaded the
+            # program): this command makes the file itself, synchronously,
+            # and reports it. Nothing else makes files in the background.
             ok, out, err = s.cmd("sframe cover --cache-dir " + cache)
             m = re.search(r"\((\d+) bytes of \.debug_frame from (\d+) bytes of SFrame, ([0-9.]+) ms\)", out + err)
             if not res.check("translation of %s reported" % os.path.basename(path), ok and m is not None, out + err):

@@ -7,6 +7,11 @@ For each host-runnable `-noeh` fixture (.eh_frame, .eh_frame_hdr and
 .debug_frame removed, only .sframe left):
   - the reference is plain LLDB (no plugin) on the CFI build of the same
     program at the same stop;
+  - the program is loaded the ordinary way, `target create PROG` and
+    `process launch` (what `file PROG` and `run` run), with no plugin
+    command and a cache that has no file for it: every module with SFrame
+    must be covered by the time LLDB first unwinds (found by LLDB itself, not
+    added at a stop);
   - with the plugin, LLDB's own frames (SB API: pc, and the CFA relative to
     frame 0's SP, since the two runs' stacks differ by argv's length) must be
     the reference's, frame for frame; the unwind log must show 'DWARF CFI'
@@ -16,8 +21,12 @@ For each host-runnable `-noeh` fixture (.eh_frame, .eh_frame_hdr and
 With the symbol table stripped too, plain LLDB must get the backtrace wrong
 (the fixtures prove the point, not the test) and the plugin must still get
 it right. A -g build split into a stripped program plus a separate debug
-file must keep `frame variable` working in upper frames. One fixture is
-left to the plugin's event thread alone (no `sframe cover`).
+file must keep `frame variable` working in upper frames. The first fixture
+is also loaded through the SB API with `sframe cover` (the route for SB
+clients), through the SB API with no command (LLDB 19: the plugin prints a
+hint naming that route), and again with a warm cache. Programs built here
+are attached to with `process attach`, and dlopen a library, with no plugin
+command.
 
 usage: test_unwindplan.py --plugin libsfunwind_lldb.so --lldb lldb-19 [--work DIR] [-v]
 """
@@ -49,8 +58,8 @@ def relative(frames, sp0):
     return [(pc, cfa - sp0) for (_, pc, cfa, _) in frames]
 
 
-def stop_at_trap(s, target, args):
-    process = s.launch(target, args)
+def stop_at_trap(s, target, args, by_command=False):
+    process = s.launch_by_command(target) if by_command else s.launch(target, args)
     thread = process.GetSelectedThread()
     while thread.GetStopReason() == s.lldb.eStopReasonSignal and thread.GetStopReasonDataAtIndex(0) == 10:
         process.Continue()  # the sighandler fixture's SIGUSR1
@@ -66,6 +75,14 @@ def reference(plain, path, args):
         return relative(frames_of(thread), sp0), frames_of(thread)
     finally:
         plain.delete(target)
+
+
+def loaded_with_module(status_module):
+    """Whether LLDB got the plugin's file when it loaded the module (through
+    the search paths, or from the plugin's debuginfod responder), not from
+    `target symbols add` at a stop."""
+    detail = status_module["detail"]
+    return "debug-file-search-paths" in detail or "debuginfod responder" in detail
 
 
 def plans_from_log(path):
@@ -85,9 +102,8 @@ def plans_from_log(path):
 
 
 def wait_for_debug_file(path, seconds=10.0):
-    """Waits for the plugin's event thread to write the debug file of the
-    program at `path` (without asking LLDB anything: a status query would
-    make LLDB look for the program's symbols before the file exists)."""
+    """Whether the cache holds the debug file of the program at `path`
+    (looked up without asking LLDB anything)."""
     build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.check_output(["readelf", "-n", path], text=True)).group(1)
     debug = os.path.join(os.environ["SFUNWIND_LLDB_CACHE"], ".build-id", build_id[:2], build_id[2:] + ".debug")
     deadline = time.time() + seconds
@@ -109,33 +125,63 @@ def covered(s, thread, frames):
     return out
 
 
-def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_name, auto=False,
+# How the command flow names `target create` for some programs: its alias,
+# and options before the program (the plugin reads the program's path past them).
+CREATE_COMMANDS = {
+    "gas-2.40/cxx_exceptions": "file",
+    "gas-2.40/recurse-static": "target create --no-dependents --arch x86_64 -l static",
+}
+
+
+def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_name, flow="command",
                   finish=False):
+    """flow: "command" (target create + process launch, no plugin command),
+    "sb-cover" (SB API, then `sframe cover`), "warm" (SB API, no command,
+    the file made by an earlier session)."""
+    assert not args or flow != "command"
     ref, ref_frames = reference(plain, cfi_path, args)
-    target = s.create(noeh_path)
+    # The unwind log from before the launch: LLDB unwinds at a stop before
+    # anyone asks (LLDB 19 on its private state thread, LLDB 23 when the
+    # `process launch` command prints the stop), and the plan of each frame
+    # at the last stop is what counts.
+    log = os.path.join(work, label.replace("/", "_").replace(" ", "_") + ".unwind.log")
+    if os.path.exists(log):
+        os.remove(log)
+    s.cmd("log enable -f %s lldb unwind" % log)
+    if flow == "command":
+        target = s.create_by_command(noeh_path, command=CREATE_COMMANDS.get(label, "target create"))
+    else:
+        target = s.create(noeh_path)
     try:
-        if auto:
-            # A warm cache (the file of an earlier session): no command.
+        if flow == "warm":
             res.check(label + ": the debug file is in the cache", wait_for_debug_file(noeh_path), "no file")
-        else:
+        elif flow == "sb-cover":
             ok, out, err = s.cmd("sframe cover")
             res.check(label + ": sframe cover", ok, err)
-        process, thread = stop_at_trap(s, target, args)
-        log = os.path.join(work, label.replace("/", "_").replace(" ", "_") + ".unwind.log")
-        if os.path.exists(log):
-            os.remove(log)
-        s.cmd("log enable -f %s lldb unwind" % log)
+        process, thread = stop_at_trap(s, target, args, by_command=flow == "command")
         frames = frames_of(thread)
         s.cmd("log disable lldb unwind")
         sp0 = thread.GetFrameAtIndex(0).GetSP()
         got = relative(frames, sp0)
         cov = covered(s, thread, frames)
-        if auto:
+        if flow == "warm":
             st = s.json_cmd("sframe status --json")
             mod = [m for m in st["modules"] if m["name"] == module_name]
+            # LLDB 23 asks its debuginfod servers first, and reuses the copy
+            # its debuginfod client kept from the first session.
             res.check(label + ": LLDB found the debug file by itself (no plugin command)",
-                      mod and mod[0]["coverage"] == "in-use" and "debug-file-search-paths" in mod[0]["detail"],
-                      repr(mod))
+                      mod and mod[0]["coverage"] == "in-use" and loaded_with_module(mod[0]), repr(mod))
+        if flow == "command":
+            # Every module with SFrame got its file when LLDB loaded it (the
+            # search paths, or the plugin's debuginfod responder), none at
+            # the stop by `target symbols add`, which is too late for LLDB 19.
+            st = s.json_cmd("sframe status --json")
+            mods = [m for m in st["modules"] if m["sframe"] is not None]
+            late = [(m["name"], m["coverage"], m["detail"]) for m in mods
+                    if m["coverage"] != "in-use" or not loaded_with_module(m)]
+            res.check(label + ": ordinary flow: the %d modules with SFrame were covered as LLDB loaded them" % len(mods),
+                      mods and not late, repr(late))
+            res.count("ordinary-flow modules covered as loaded", len(mods) - len(late))
         # Frame k's pc comes from frame k-1's plan, its CFA from its own: the
         # generated CFI decides the pc where k-1 has an FDE and the CFA where
         # k has one. Past a frame without FDE, LLDB unwinds without SFrame.
@@ -214,6 +260,242 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
         s.delete(target)
 
 
+def check_sb_hint(args, res, work, program_dir, name):
+    """A target made through the SB API with no plugin command and a cold
+    cache. LLDB asks for the program's debug file before the plugin knows its
+    path; the responder still finds a program LLDB has mapped, which LLVM
+    does for files of 16 KiB and more (measured), not for this one. So the
+    file comes from the stop hook, at the first stop. LLDB 19 keeps the plans
+    it made at that stop: the plugin must say so and name the command that
+    avoids it. LLDB 23 takes the file for every frame: no hint. The library
+    the program needs is covered as LLDB loads it."""
+    s = H.Session(args.plugin, work)
+    err_path = os.path.join(work, "sb-hint.err")
+    err_file = open(err_path, "w")
+    s.debugger.SetErrorFileHandle(err_file, False)
+    copy = os.path.join(work, "sb-hint")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(program_dir, copy)
+    prog = os.path.join(copy, name)
+    res.check("SB API, no command: the program is under 16 KiB", os.path.getsize(prog) < 16384,
+              "%d bytes: LLDB maps it, and the responder finds it" % os.path.getsize(prog))
+    log = os.path.join(work, "sb-hint.unwind.log")
+    if os.path.exists(log):
+        os.remove(log)
+    s.cmd("log enable -f %s lldb unwind" % log)
+    target = s.create(prog)
+    try:
+        _, thread = stop_at_trap(s, target, [])
+        frames = frames_of(thread)
+        s.cmd("log disable lldb unwind")
+        err_file.flush()
+        with open(err_path) as f:
+            text = f.read()
+        hint = [l for l in text.splitlines() if "hint:" in l and (name + ":") in l]
+        cov = covered(s, thread, frames)
+        plans = plans_from_log(log)
+        stale = {k: plans.get(k) for k in sorted(cov) if k >= 1 and plans.get(k) != "DWARF CFI"}
+        if s.major < 23:
+            res.check("SB API, no command, LLDB %d: the stop hook prints the hint" % s.major,
+                      len(hint) == 1 and "sframe cover" in hint[0] and "CreateTarget" in hint[0], repr(text))
+            print("note SB API, no command, LLDB %d: frames with LLDB's earlier plans (the gap the hint names): %s"
+                  % (s.major, stale))
+            res.count("SB API, no command: caller frames on stale plans", len(stale))
+        else:
+            res.check("SB API, no command, LLDB %d: no hint, and 'DWARF CFI' for every caller frame with an FDE"
+                      % s.major, not hint and not stale, "hint %r, plans %s" % (hint, stale))
+        st = s.json_cmd("sframe status --json")
+        mods = {m["name"]: m for m in st["modules"] if m["sframe"] is not None}
+        res.check("SB API, no command: the program's file is in use after the first stop",
+                  name in mods and mods[name]["coverage"] == "in-use", repr(mods.get(name)))
+        lib = [m for n, m in mods.items() if n != name]
+        res.check("SB API, no command: the library was covered as LLDB loaded it (the responder)",
+                  lib and all(m["coverage"] == "in-use" and "responder" in m["detail"] for m in lib), repr(lib))
+    finally:
+        s.delete(target)
+
+
+ATTACH_SOURCE = r"""
+#include <unistd.h>
+volatile int sink;
+__attribute__((noinline)) void wait_here(int n) { for (;;) { sink += n; usleep(20000); } }
+__attribute__((noinline)) void level_b(int n) { char buf[64]; buf[n & 63] = 1; wait_here(n + buf[3]); sink++; }
+__attribute__((noinline)) void level_a(int n) { level_b(n * 2); sink++; }
+int main(int argc, char **argv) { (void)argv; level_a(argc); return 0; }
+"""
+
+
+def check_attach(args, res, work):
+    """`process attach -p PID` to a running SFrame-only program (built here:
+    no fixture waits to be attached to), no plugin command, a cold cache:
+    LLDB asks for the program's debug file while attaching, and the
+    responder finds it among the files of the process LLDB now traces."""
+    src = os.path.join(work, "attach.c")
+    with open(src, "w") as f:
+        f.write(ATTACH_SOURCE)
+    full = os.path.join(work, "attach-full")
+    prog = os.path.join(work, "attach-noeh")
+    built = subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe", "-o", full, src],
+                           capture_output=True, text=True)
+    if not res.check("attach: the program builds with --gsframe", built.returncode == 0, built.stderr):
+        return
+    subprocess.check_call(["objcopy", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr",
+                           "--remove-section=.debug_frame", full, prog])
+    child = subprocess.Popen([prog], cwd=work)
+    s = H.Session(args.plugin, work)
+    shutil.rmtree(os.path.join(work, "cache-attach"), ignore_errors=True)  # cold
+    s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-attach"))
+    log = os.path.join(work, "attach.unwind.log")
+    if os.path.exists(log):
+        os.remove(log)
+    s.cmd("log enable -f %s lldb unwind" % log)
+    try:
+        time.sleep(0.2)  # into the loop
+        ok, out, err = s.cmd("process attach -p %d" % child.pid)
+        target = s.debugger.GetSelectedTarget()
+        if not res.check("attach: process attach", ok and target.GetProcess().IsValid(), err):
+            return
+        thread = target.GetProcess().GetSelectedThread()
+        frames = frames_of(thread)
+        s.cmd("log disable lldb unwind")
+        names = [n for (n, _, _, _) in frames]
+        chain = ["wait_here", "level_b", "level_a", "main"]
+        at = names.index("wait_here") if "wait_here" in names else -1
+        res.check("attach: LLDB's bt has the program's frames", at >= 0 and names[at:at + 4] == chain, repr(names))
+        cov = covered(s, thread, frames)
+        plans = plans_from_log(log)
+        want = [k for k in sorted(cov) if k >= 1]
+        wrong = {k: plans.get(k) for k in want if plans.get(k) != "DWARF CFI"}
+        res.check("attach: LLDB used 'DWARF CFI' for the %d caller frames with an FDE" % len(want),
+                  len(want) >= 3 and not wrong, "frame -> plan: %s" % wrong)
+        st = s.json_cmd("sframe status --json")
+        mod = [m for m in st["modules"] if m["name"] == os.path.basename(prog)]
+        res.check("attach: LLDB got the program's file as it attached (the responder)",
+                  mod and mod[0]["coverage"] == "in-use" and "debuginfod responder" in mod[0]["detail"], repr(mod))
+        s.cmd("process kill")
+    finally:
+        child.kill()
+        child.wait()
+        s.delete(s.debugger.GetSelectedTarget())
+
+
+def check_responder(args, res, work):
+    """The plugin's debuginfod server takes bad requests as normal input:
+    a wrong path prefix, a request that is not HTTP, one that never ends,
+    a client that goes away; it answers each and keeps serving."""
+    import socket
+    s = H.Session(args.plugin, work)
+    url = s.json_cmd("sframe status --json")["responder"]["url"]
+    m = re.match(r"http://127\.0\.0\.1:(\d+)(/.*)", url)
+    if not res.check("responder: status names its URL", m is not None, repr(url)):
+        return
+    port, prefix = int(m.group(1)), m.group(2)
+
+    def ask(data, close_early=False):
+        c = socket.create_connection(("127.0.0.1", port), timeout=20)
+        try:
+            c.sendall(data)
+            if close_early:
+                return ""
+            out = b""
+            while True:
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+            return out.decode("latin-1")
+        finally:
+            c.close()
+
+    prog = H.fixture("gas-2.40", "recurse-O2-nofp-noeh")
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.check_output(["readelf", "-n", prog], text=True)).group(1)
+    # The plugin knows the file once a target names it.
+    s.create_by_command(prog)
+    good = "GET %s/buildid/%s/debuginfo HTTP/1.1\r\nHost: x\r\n\r\n" % (prefix, build_id)
+    res.check("responder: another path prefix gets 404",
+              ask(("GET /guess/buildid/%s/debuginfo HTTP/1.1\r\n\r\n" % build_id).encode()).startswith(
+                  "HTTP/1.1 404"))
+    res.check("responder: a request that is not HTTP gets 400", ask(b"\x00\xffhello\r\n\r\n").startswith("HTTP/1.1 400"))
+    res.check("responder: an endless header gets 431", ask(b"GET /" + b"a" * 9000).startswith("HTTP/1.1 431"))
+    res.check("responder: a build-id that is not hex gets 404",
+              ask(("GET %s/buildid/zz%s/debuginfo HTTP/1.1\r\n\r\n" % (prefix, build_id[2:])).encode()).startswith(
+                  "HTTP/1.1 404"))
+    ask(good.encode(), close_early=True)
+    answer = ask(good.encode())
+    head, _, body = answer.partition("\r\n\r\n")
+    cached = os.path.join(s.json_cmd("sframe status --json")["cache_dir"], ".build-id", build_id[:2],
+                          build_id[2:] + ".debug")
+    with open(cached, "rb") as f:
+        want = f.read().decode("latin-1")
+    res.check("responder: still serving after all that, the debug file of the cache",
+              head.startswith("HTTP/1.1 200") and body == want, head)
+
+
+DLOPEN_LIB = r"""
+volatile int sink;
+__attribute__((noinline)) void lib_leaf(int n) { char b[32]; b[n & 31] = 1; sink += b[1]; __asm__ volatile("int3"); sink++; }
+__attribute__((noinline)) void lib_mid(int n) { lib_leaf(n + 1); sink++; }
+__attribute__((noinline)) void lib_entry(int n) { lib_mid(n * 2); sink++; }
+"""
+DLOPEN_MAIN = r"""
+#include <dlfcn.h>
+__attribute__((noinline)) int call_it(void (*f)(int), int n) { f(n); return n + 1; }
+int main(int argc, char **argv) {
+  (void)argv;
+  void *h = dlopen("./libdl-noeh.so", RTLD_NOW);
+  if (!h) return 1;
+  return call_it((void (*)(int))dlsym(h, "lib_entry"), argc) == 0;
+}
+"""
+
+
+def check_dlopen(args, res, work):
+    """A library the program dlopens (built here, under 16 KiB so that LLDB
+    reads it without mapping it), a cold cache, no plugin command: LLDB asks
+    for its debug file when the dynamic loader reports it, and the responder
+    finds it among the files of the debugged process."""
+    d = os.path.join(work, "dlopen")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    for name, text in (("lib.c", DLOPEN_LIB), ("main.c", DLOPEN_MAIN)):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    steps = [["gcc", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe", "-fPIC", "-shared", "-o", "libdl.so", "lib.c"],
+             ["objcopy", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr", "libdl.so", "libdl-noeh.so"],
+             ["gcc", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe", "-o", "dlmain", "main.c", "-ldl"]]
+    for step, made in zip(steps, ("libdl.so", "libdl-noeh.so", "dlmain")):
+        done = subprocess.run(step, cwd=d, capture_output=True, text=True)
+        if not res.check("dlopen: build " + made, done.returncode == 0, done.stderr):
+            return
+    lib = os.path.join(d, "libdl-noeh.so")
+    res.check("dlopen: the library is under 16 KiB", os.path.getsize(lib) < 16384, str(os.path.getsize(lib)))
+    s = H.Session(args.plugin, work)
+    s.cmd("sframe cover --cache-dir " + os.path.join(d, "cache"))
+    log = os.path.join(d, "unwind.log")
+    s.cmd("log enable -f %s lldb unwind" % log)
+    target = s.create_by_command(os.path.join(d, "dlmain"))
+    try:
+        ok, out, err = s.cmd("process launch -w " + H.quote(d), target)
+        thread = target.GetProcess().GetSelectedThread()
+        frames = frames_of(thread)
+        s.cmd("log disable lldb unwind")
+        names = [n for (n, _, _, _) in frames]
+        res.check("dlopen: LLDB's bt from the library to main",
+                  names[:5] == ["lib_leaf", "lib_mid", "lib_entry", "call_it", "main"], repr(names))
+        cov = covered(s, thread, frames)
+        plans = plans_from_log(log)
+        want = [k for k in sorted(cov) if k >= 1]
+        wrong = {k: plans.get(k) for k in want if plans.get(k) != "DWARF CFI"}
+        res.check("dlopen: LLDB used 'DWARF CFI' for the %d caller frames with an FDE" % len(want),
+                  len(want) >= 4 and not wrong, "frame -> plan: %s" % wrong)
+        st = s.json_cmd("sframe status --json")
+        mod = [m for m in st["modules"] if m["name"] == "libdl-noeh.so"]
+        res.check("dlopen: LLDB got the library's file as the dynamic loader reported it (the responder)",
+                  mod and mod[0]["coverage"] == "in-use" and "debuginfod responder" in mod[0]["detail"], repr(mod))
+    finally:
+        s.delete(target)
+
+
 def stripped_copy(work, path, tag):
     # LLDB shares Module objects (and the unwind plans they hold) between
     # debuggers by path: each session gets a copy of its own.
@@ -236,6 +518,7 @@ def check_stripped(plain, s, res, work, label, cfi_path, noeh_path, args):
     finally:
         plain.delete(target)
     # With the plugin (a cache of its own, so the symbols come from the FDEs).
+    shutil.rmtree(os.path.join(work, "cache-stripped"), ignore_errors=True)
     s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-stripped"))
     bare = stripped_copy(work, noeh_path, "plugin")
     check_program(plain, s, res, work, label + " stripped", cfi_path, bare, args, os.path.basename(bare))
@@ -265,11 +548,14 @@ def check_split_debug(plain, s, res, work):
     finally:
         plain.delete(target)
     s.cmd("settings append target.debug-file-search-paths " + sysdebug)
+    shutil.rmtree(os.path.join(work, "cache-split"), ignore_errors=True)
     s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-split"))
-    target = s.create(prog)
+    # The ordinary flow: the plugin's file (a copy of the separate debug file
+    # with the SFrame-derived .debug_frame) is made before LLDB looks, and
+    # its directory comes first in the search paths.
+    target = s.create_by_command(prog)
     try:
-        ok, out, err = s.cmd("sframe cover")
-        _, thread = stop_at_trap(s, target, [])
+        _, thread = stop_at_trap(s, target, [], by_command=True)
         frames = frames_of(thread)
         names = [n for (n, _, _, _) in frames]
         # Up to main's caller: what lies above (crt's _start, without CFI
@@ -289,8 +575,8 @@ def check_split_debug(plain, s, res, work):
                   n.GetValue() in (None, ref_n), "n = %r, reference %r" % (n.GetValue(), ref_n))
         st = s.json_cmd("sframe status --json")
         mod = [m for m in st["modules"] if m["name"] == os.path.basename(prog)][0]
-        res.check("split -g: the generated file was made from the separate debug file",
-                  mod["coverage"] == "in-use", repr(mod))
+        res.check("split -g: LLDB got the plugin's file (made from the separate debug file) as it loaded the program",
+                  mod["coverage"] == "in-use" and loaded_with_module(mod), repr(mod))
     finally:
         s.delete(target)
 
@@ -313,6 +599,7 @@ def check_own_dwarf(plain, s, res, work):
                    for k in range(64)]
     finally:
         plain.delete(target)
+    shutil.rmtree(os.path.join(work, "cache-own-dwarf"), ignore_errors=True)
     s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-own-dwarf"))
     target = s.create(prog)
     try:
@@ -370,12 +657,18 @@ def run(args, work, res):
                                  H.fixture(writer, prog + "-O2-nofp-noeh"), [], prog == "recurse"))
             programs.append((writer + "/plt", H.fixture(writer, "plt-O2-nofp", "plt"),
                              H.fixture(writer, "plt-O2-nofp-noeh", "plt"), [], False))
+    if not args.only or "hint" in args.only:
+        # First: the plugin must not know the program's path from an earlier
+        # `target create` of a file with the same build-id.
+        check_sb_hint(args, res, work, H.fixture("gas-2.40", "plt-O2-nofp-noeh"), "plt")
     first = True
     for label, cfi_path, noeh_path, pargs, finish in programs:
         if args.only and args.only not in label:
             continue
+        # One program takes the route for SB API clients instead.
+        flow = "sb-cover" if label == "gas-2.40/noreturn" else "command"
         check_program(plain, s, res, work, label, cfi_path, noeh_path, pargs, os.path.basename(noeh_path),
-                      finish=finish)
+                      flow=flow, finish=finish)
         if first:
             # The same program again, in a new session, with no plugin
             # command: LLDB must find the cached file through
@@ -386,7 +679,7 @@ def run(args, work, res):
             again = os.path.join(work, os.path.basename(noeh_path) + "-again")
             shutil.copy(noeh_path, again)
             check_program(plain, s2, res, work, label + " warm cache", cfi_path, again, pargs,
-                          os.path.basename(again), auto=True)
+                          os.path.basename(again), flow="warm")
         first = False
     if not args.only or "stripped" in args.only:
         check_stripped(plain, s, res, work, "gas-2.40/recurse", H.fixture("gas-2.40", "recurse-O2-nofp"),
@@ -394,6 +687,12 @@ def run(args, work, res):
         for writer in ("gas-2.47", "clang-23"):
             check_stripped(plain, s, res, work, writer + "/recurse-static", H.fixture(writer, "recurse-O2-nofp-static"),
                            H.fixture(writer, "recurse-O2-nofp-static-noeh"), [])
+    if not args.only or "responder" in args.only:
+        check_responder(args, res, work)
+    if not args.only or "attach" in args.only:
+        check_attach(args, res, work)
+    if not args.only or "dlopen" in args.only:
+        check_dlopen(args, res, work)
     if not args.only or "split" in args.only:
         check_split_debug(plain, s, res, work)
     if not args.only or "own" in args.only:

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+#include "build_id_files.hpp"
+
+#include "core_files.hpp"
+#include "elf_probe.hpp"
+#include "mapped_files.hpp"
+
+#include <sys/stat.h>
+
+namespace sfunwind::lldb_plugin {
+
+const BuildIdFiles::FileInfo* BuildIdFiles::info(const std::string& path) {
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+    const FileKey key{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                      static_cast<std::int64_t>(st.st_size),
+                      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+    auto it = files_.find(key);
+    if (it == files_.end()) {
+        FileInfo fi;
+        if (auto id = read_build_id(path)) fi.build_id = std::move(*id);
+        fi.sframe = !fi.build_id.empty() && has_sframe(path);
+        fi.core = is_core_file(path);
+        if (fi.core)
+            if (auto names = core_file_names(path)) fi.named = std::move(*names);
+        it = files_.emplace(key, std::move(fi)).first;
+    }
+    return &it->second;
+}
+
+bool BuildIdFiles::matches(const std::string& path, const std::string& build_id) {
+    const FileInfo* fi = info(path);
+    return fi != nullptr && fi->build_id == build_id;
+}
+
+BuildIdFiles::Found BuildIdFiles::find(const std::string& build_id) {
+    if (build_id.empty()) return {};
+    const std::lock_guard lock(mutex_);
+    const auto found = [&](const std::string& path) {
+        const FileInfo* fi = info(path);
+        return Found{path, fi != nullptr && fi->sframe};
+    };
+    for (const auto& path : remembered_)
+        if (matches(path, build_id)) return found(path);
+    std::vector<std::string> named;
+    for (const auto& path : mapped_files("self")) {
+        const FileInfo* fi = info(path);
+        if (fi == nullptr) continue;
+        if (fi->build_id == build_id) return found(path);
+        if (fi->core) named.insert(named.end(), fi->named.begin(), fi->named.end());
+    }
+    for (const auto& path : named)
+        if (matches(path, build_id)) return found(path);
+    for (const auto& pid : debugged_processes())
+        for (const auto& path : mapped_files(pid))
+            if (matches(path, build_id)) return found(path);
+    return {};
+}
+
+void BuildIdFiles::remember(const std::string& path) {
+    if (path.empty() || path.front() != '/') return;
+    const std::lock_guard lock(mutex_);
+    if (!remembered_set_.insert(path).second) return;
+    remembered_.insert(remembered_.begin(), path);
+}
+
+} // namespace sfunwind::lldb_plugin

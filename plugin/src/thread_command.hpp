@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// What `sframe bt` and `sframe compare` share: the -c (frame count), -t
+// (thread) and -j (JSON) options, the stop they unwind, and their frames as
+// JSON.
+#pragma once
+
+#include "args.hpp"
+#include "json_out.hpp"
+#include "walk.hpp"
+
+#include <lldb/API/SBCommandReturnObject.h>
+#include <lldb/API/SBDebugger.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace sfunwind::lldb_plugin {
+
+inline constexpr OptionSpec count_option{'c', "count", true};
+inline constexpr OptionSpec thread_option{'t', "thread", true};
+inline constexpr OptionSpec json_option{'j', "json", false};
+
+struct ThreadRequest {
+    std::uint32_t max_frames = 0;
+    StopContext stop;
+};
+
+// The frame limit (-c, else `default_max_frames`) and the stop of the thread
+// -t names (else the selected one). On a bad option value, or when there is
+// no stopped thread, sets "COMMAND: why" as the result's error and returns
+// nothing.
+std::optional<ThreadRequest> thread_request(lldb::SBDebugger& debugger, const ParsedArgs& args,
+                                            std::string_view command, std::uint32_t default_max_frames,
+                                            lldb::SBCommandReturnObject& result);
+
+// Frames as a JSON array of objects: pc, cfa, sp, fp, function, module, row
+// ("" when there is none) and, with the SFrame walk they came from, each
+// frame's module file and the link-time address its row was looked up at.
+void json_frames(JsonOut& j, const std::vector<FrameView>& frames, const SframeWalk* walk = nullptr);
+
+} // namespace sfunwind::lldb_plugin
