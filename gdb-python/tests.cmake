@@ -59,3 +59,7 @@ add_test(NAME gdb_native_api COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/test_na
 set_tests_properties(gdb13_live_gas-2.40 gdb13_live_gas-2.44 gdb13_live_gas-2.47 gdb13_live_clang-23
                      gdb13_noeh gdb13_commands gdb_native_api
                      PROPERTIES LABELS gdb TIMEOUT 1800)
+# Hostile stacks (tests/fixtures/src/hostile.c): bounded backtraces with a
+# reason on smashed stacks, and a corrupt .sframe reported once.
+add_test(NAME gdb13_hostile COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_hostile_tests.py ${_common})
+set_tests_properties(gdb13_hostile PROPERTIES LABELS gdb TIMEOUT 900)

@@ -103,39 +103,27 @@ const char* sfunwind_gdb_last_error(void) { return last_error().c_str(); }
 int32_t sfunwind_gdb_open_file(const char* path) {
     try {
         last_error().clear();
-        if (path == nullptr) {
-            fail_argument("no path");
-            return -1;
-        }
+        if (path == nullptr) return -fail_argument("no path");
         auto id = g::table().open_file(path);
-        if (!id) {
-            fail(id.error());
-            return -1;
-        }
+        // The negated status: callers must tell "no SFrame here" (NOT_FOUND,
+        // normal for libc) from a damaged section, which is reported.
+        if (!id) return -fail(id.error());
         return *id;
     } catch (...) {
-        fail_exception();
-        return -1;
+        return -fail_exception();
     }
 }
 
 int32_t sfunwind_gdb_open_bytes(const uint8_t* bytes, size_t size, uint64_t vaddr, const char* name) {
     try {
         last_error().clear();
-        if (bytes == nullptr && size != 0) {
-            fail_argument("no bytes");
-            return -1;
-        }
+        if (bytes == nullptr && size != 0) return -fail_argument("no bytes");
         auto id = g::table().open_bytes(std::span<const std::uint8_t>(bytes, size), vaddr,
                                         name != nullptr ? name : "<memory>");
-        if (!id) {
-            fail(id.error());
-            return -1;
-        }
+        if (!id) return -fail(id.error());
         return *id;
     } catch (...) {
-        fail_exception();
-        return -1;
+        return -fail_exception();
     }
 }
 

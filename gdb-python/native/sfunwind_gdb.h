@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 3 };
+enum { SFUNWIND_GDB_API_VERSION = 4 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -155,12 +155,14 @@ const char* sfunwind_gdb_last_error(void);
 
 /* Opens the SFrame section of an ELF file (by name, section type, or
  * PT_GNU_SFRAME); a 64-bit PowerPC file without SFrame is opened with its
- * traceback tables instead. Returns a module id >= 0, or -1 (NOT_FOUND: the
- * file has neither). */
+ * traceback tables instead. Returns a module id >= 0, or the negated status:
+ * -SFUNWIND_GDB_NOT_FOUND when the file has neither, another status when its
+ * .sframe is damaged (truncated, malformed, unsupported) or it is no ELF. */
 int32_t sfunwind_gdb_open_file(const char* path);
 /* A module from the bytes of a section read elsewhere (a remote target's
  * memory, a separate file); `vaddr` is the address the bytes are at, in the
- * same terms as the PCs later looked up with bias 0. The bytes are copied. */
+ * same terms as the PCs later looked up with bias 0. The bytes are copied.
+ * Returns a module id >= 0, or the negated status. */
 int32_t sfunwind_gdb_open_bytes(const uint8_t* bytes, size_t size, uint64_t vaddr, const char* name);
 int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info* out);
 /* Link-time address of a named ELF section of a module opened from a file

@@ -7,7 +7,7 @@ every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
 import ctypes
 import os
 
-API_VERSION = 3
+API_VERSION = 4
 
 # enum sfunwind_gdb_status
 OK = 0
@@ -232,14 +232,14 @@ class Library:
 
     def open_file(self, path):
         module = self._open_file(os.fsencode(path))
-        if module < 0:
-            raise NativeError(NOT_FOUND, self.last_error())
+        if module < 0:  # the negated status: NOT_FOUND only when there is no SFrame
+            raise NativeError(-module, self.last_error())
         return module
 
     def open_bytes(self, data, vaddr, name):
         module = self._open_bytes(bytes(data), len(data), vaddr, name.encode("utf-8", "replace"))
         if module < 0:
-            raise NativeError(NOT_FOUND, self.last_error())
+            raise NativeError(-module, self.last_error())
         return module
 
     def module_info(self, module):

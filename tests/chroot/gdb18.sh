@@ -35,6 +35,7 @@ run python3 tests/gdb/run_gdb_tests.py --gdb gdb --loader "\$loader" --runs chro
 run python3 tests/gdb/run_noeh_tests.py --gdb gdb --loader "\$loader" --runs chroot
 run python3 tests/gdb/run_qemu_tests.py --gdb gdb-multiarch --loader "\$loader" --pac
 run python3 tests/gdb/run_ppc64_tests.py --gdb gdb-multiarch --loader "\$loader" --quick
+run python3 tests/gdb/run_hostile_tests.py --gdb gdb --loader "\$loader" --runs chroot
 echo
 echo "gdb18: \$failed suites failed"
 exit \$((failed > 0))

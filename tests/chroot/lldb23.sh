@@ -37,6 +37,7 @@ run() { echo; echo "--- \$*"; "\$@" || failed=\$((failed + 1)); }
 for suite in commands unwindplan cores qemu provider; do
   run python3 tests/lldb/test_\$suite.py --chroot --plugin "\$plugin" --lldb lldb-23 --work "$build/work-\$suite"
 done
+run python3 tests/lldb/test_hostile.py --plugin "\$plugin" --lldb lldb-23 --work "$build/work-hostile"
 if [[ -f "$host_plugin" ]]; then
   run python3 tests/lldb/test_commands.py --chroot --plugin "$host_plugin" \
     --lldb lldb-23 --work "$build/work-host-plugin" --only recurse
