@@ -108,6 +108,21 @@ std::uint64_t file_size(const std::string& path) {
 
 constexpr const char* search_paths_setting = "target.debug-file-search-paths";
 constexpr const char* debuginfod_setting = "plugin.symbol-locator.debuginfod.server-urls";
+// LLDB 21 and later load a core's modules on a thread pool. With a
+// debuginfod server in the settings, LLDB 23.1.4 can deadlock there: two
+// pool workers block on one mutex inside a call_once while
+// SBTarget::LoadCore waits for the pool (seen in tests/lldb/test_cores.py,
+// intermittently). While the responder is in the settings, modules load one
+// at a time; the setting goes back when coverage is switched off.
+constexpr const char* parallel_load_setting = "target.parallel-module-load";
+
+// The setting's value ("true"/"false"), or "" where this LLDB has none.
+std::string bool_setting(const char* name, const char* debugger_name) {
+    lldb::SBStringList values = lldb::SBDebugger::GetInternalVariableValue(name, debugger_name);
+    if (values.GetSize() != 1 || values.GetStringAtIndex(0) == nullptr) return {};
+    const std::string v = values.GetStringAtIndex(0);
+    return v == "true" || v == "false" ? v : std::string();
+}
 
 } // namespace
 
@@ -146,6 +161,10 @@ void Coverage::set_enabled(lldb::SBDebugger& debugger, bool on) {
         for (const auto& u : urls_before_) value += lldb_quoted(u) + " ";
         lldb::SBDebugger::SetInternalVariable(debuginfod_setting, value.c_str(), debugger.GetInstanceName());
         url_in_settings_.clear();
+        if (!parallel_load_before_.empty())
+            lldb::SBDebugger::SetInternalVariable(parallel_load_setting, parallel_load_before_.c_str(),
+                                                  debugger.GetInstanceName());
+        parallel_load_before_.clear();
     }
 }
 
@@ -209,6 +228,11 @@ void Coverage::set_debuginfod_url(lldb::SBDebugger& debugger) {
     for (const auto& u : wanted) value += lldb_quoted(u) + " ";
     lldb::SBDebugger::SetInternalVariable(debuginfod_setting, value.c_str(), debugger.GetInstanceName());
     url_in_settings_ = ours;
+    const std::string parallel = bool_setting(parallel_load_setting, debugger.GetInstanceName());
+    if (parallel == "true") {
+        parallel_load_before_ = parallel;
+        lldb::SBDebugger::SetInternalVariable(parallel_load_setting, "false", debugger.GetInstanceName());
+    }
 }
 
 void Coverage::initialize(lldb::SBDebugger& debugger) {

@@ -161,6 +161,7 @@ private:
     std::vector<std::string> search_dirs_;             // the cache directory the plugin put in the search paths
     std::string url_in_settings_;                      // the responder URL the settings hold
     std::vector<std::string> urls_before_;             // the debuginfod setting before the plugin changed it
+    std::string parallel_load_before_;                 // target.parallel-module-load, if the plugin turned it off
     std::set<lldb::user_id_t> debuggers_;              // debuggers the plugin serves
     std::map<std::string, CacheEntry> generated_;      // by debug file path, this session
     std::set<std::string> reported_;                   // debug files whose generation install() reported

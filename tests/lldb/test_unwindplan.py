@@ -31,9 +31,11 @@ command.
 usage: test_unwindplan.py --plugin libsfunwind_lldb.so --lldb lldb-19 [--work DIR] [-v]
 """
 
+import contextlib
 import os
 import re
 import shutil
+import tempfile
 import subprocess
 import time
 
@@ -65,6 +67,31 @@ def stop_at_trap(s, target, args, by_command=False):
         process.Continue()  # the sighandler fixture's SIGUSR1
         thread = process.GetSelectedThread()
     return process, thread
+
+
+@contextlib.contextmanager
+def same_length_copy(path, length):
+    """A copy of the program `path` whose path is `length` characters long,
+    so that its run's stack lines up with the -noeh copy's (argv[0] and the
+    environment are on the stack): frames that realign the stack
+    (`and $-32, %rsp`) have CFA - sp0 distances that depend on that
+    alignment. Programs that load a library from their own folder (plt) run
+    where they are."""
+    if os.path.basename(path) == "plt" or len(path) == length:
+        yield path
+        return
+    d = tempfile.mkdtemp(prefix="ref", dir="/tmp")
+    try:
+        name = os.path.basename(path)
+        pad = length - len(d) - 1 - len(name)
+        if pad < 0:
+            yield path  # cannot line up; the comparison then says so
+            return
+        copy = os.path.join(d, name + "_" * pad)
+        shutil.copy2(path, copy)
+        yield copy
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def reference(plain, path, args):
@@ -139,7 +166,8 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
     "sb-cover" (SB API, then `sframe cover`), "warm" (SB API, no command,
     the file made by an earlier session)."""
     assert not args or flow != "command"
-    ref, ref_frames = reference(plain, cfi_path, args)
+    with same_length_copy(cfi_path, len(noeh_path)) as ref_path:
+        ref, ref_frames = reference(plain, ref_path, args)
     # The unwind log from before the launch: LLDB unwinds at a stop before
     # anyone asks (LLDB 19 on its private state thread, LLDB 23 when the
     # `process launch` command prints the stop), and the plan of each frame
