@@ -7,7 +7,9 @@
 #   2. build (CMake preset "default") and the CTest suite: unit tests on the
 #      shared test vectors and the committed fixtures, CLI tests (sfunwind bt
 #      --compare-cfi, live and on core dumps), GDB 13 and LLDB 19 tests
-#   3. the unit tests again under ASan + UBSan (preset "sanitize")
+#   3. the CTest suite again under ASan + UBSan (preset "sanitize"), and a
+#      short run of every libFuzzer target (scripts/fuzz.sh, clang, ASan +
+#      UBSan; SFUNWIND_FUZZ_SECONDS per target, default 30)
 #   4. the Debian sid chroot (scripts/sid-chroot.sh ensure; cached), and the
 #      suites that need its tools: GDB 18, LLDB 23, programs linked against
 #      sid's glibc
@@ -19,6 +21,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 jobs=${JOBS:-$(nproc)}
+fuzz_seconds=${SFUNWIND_FUZZ_SECONDS:-30}
 passed=0
 failed=0
 failures=()
@@ -47,6 +50,7 @@ stage "build (default)" build_preset default
 stage "ctest (default)" ctest --preset default -j "$jobs"
 stage "build (ASan+UBSan)" build_preset sanitize
 stage "ctest (ASan+UBSan)" ctest --preset sanitize -j "$jobs"
+stage "fuzz (${fuzz_seconds} s per target)" scripts/fuzz.sh "$fuzz_seconds"
 
 if [[ "${SFUNWIND_SKIP_CHROOT:-0}" != 1 ]]; then
   stage "sid chroot" scripts/sid-chroot.sh ensure

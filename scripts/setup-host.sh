@@ -23,6 +23,8 @@ PACKAGES=(
   gcc-powerpc64-linux-gnu gcc-powerpc64le-linux-gnu libc6-dev-ppc64-cross libc6-dev-ppc64el-cross
   # fuzzing and lint
   clang clang-format clang-tidy cppcheck
+  # libFuzzer's runtime (only a Recommends of clang)
+  libclang-rt-14-dev
   # fixtures: file(1) for sanity checks, coreutils sha256sum is always present
   file
 )

@@ -20,11 +20,16 @@ bool is_plt_section(const std::string& name) {
     return name == ".plt" || name == ".plt.sec" || name == ".iplt" || name == ".plt.bnd";
 }
 
-std::string section_of(const elf::ElfFile& file, std::uint64_t pc) {
+const elf::SectionInfo* section_info_of(const elf::ElfFile& file, std::uint64_t pc) {
     for (const auto& s : file.sections())
         if ((s.flags & 0x2) != 0 && pc >= s.vaddr && pc - s.vaddr < s.size)
-            return s.name; // SHF_ALLOC
-    return {};
+            return &s; // SHF_ALLOC
+    return nullptr;
+}
+
+std::string section_of(const elf::ElfFile& file, std::uint64_t pc) {
+    const elf::SectionInfo* s = section_info_of(file, pc);
+    return s != nullptr ? s->name : std::string();
 }
 
 using K = RegRule::Kind;
@@ -209,7 +214,8 @@ Expected<Result> from_cfi(const elf::ElfFile& file, const Options& options) {
         }
         // GNU ld's .plt FDE: rows for PLT0, then one expression row for
         // every entry after it.
-        const std::string section = section_of(file, range.begin);
+        const elf::SectionInfo* plt = section_info_of(file, range.begin);
+        const std::string section = plt != nullptr ? plt->name : std::string();
         auto first_bad = std::find_if(rows->begin(), rows->end(),
                                       [](const cfi::CfiRow& r) { return !r.representable(); });
         const bool tail_only = first_bad != rows->end() &&
@@ -217,6 +223,17 @@ Expected<Result> from_cfi(const elf::ElfFile& file, const Options& options) {
                                            [](const cfi::CfiRow& r) { return !r.representable(); });
         if (!(options.plt && abi->arch == Arch::X86_64 && is_plt_section(section) && tail_only)) {
             skip(range.begin, range.end, fde.error().message());
+            continue;
+        }
+        // The PLT is probed byte by byte, so the FDE must stay inside the PLT
+        // section it starts in, as GNU ld's does, and that section must be in
+        // the file: a corrupt address range (or section size) would
+        // otherwise make billions of libdwfl steps.
+        if (!plt->in_file || range.end - plt->vaddr > plt->size) {
+            skip(range.begin, range.end,
+                 fde.error().message() + "; the FDE [" + to_hex(range.begin) + ", " + to_hex(range.end) +
+                     ") is not inside " + section + " [" + to_hex(plt->vaddr) + ", " +
+                     to_hex(plt->vaddr + plt->size) + ") as stored in the file");
             continue;
         }
         if (!probe && probe_error.empty()) {

@@ -294,6 +294,12 @@ Expected<RowDetail> TracebackIndex::lookup_detail(std::uint64_t pc) const {
     auto found = find(pc);
     if (!found) return std::move(found).error();
     const std::uint64_t at = pc & ~std::uint64_t{3};
+    // find() scans from the PC's own word, so the PC can be the table's zero
+    // word: data, not an instruction, with no rules of its own (rows() ends
+    // before it too).
+    if (at == found->table.address)
+        return Error(Errc::NotFound, to_hex(pc) + " is the traceback table's zero word, not inside its function's code",
+                     pc);
     if (!found->function_start) {
         // No start, so no analysis: the body state, from the PC to the table.
         RowDetail d;

@@ -9,6 +9,8 @@
 //   0x10 uint8  sfde_func_info
 #include "layout.hpp"
 
+#include <string>
+
 namespace sfunwind::sframe {
 namespace {
 
@@ -26,17 +28,20 @@ constexpr std::uint32_t fde_size = 17;
 // its entries are 16 or 24 bytes (BTI).
 std::uint8_t implied_rep_size(AbiArch abi) { return abi == AbiArch::Amd64Little ? 16 : 0; }
 
-Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
-    Fde f;
+template <typename Report>
+bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
     f.index = index;
     f.entry_offset = g.fde_sub + std::uint64_t{index} * fde_size;
     f.attr_offset = f.entry_offset;
-    std::int32_t start = 0;
     const auto at = f.entry_offset;
-    if (!g.view.load(at, start) || !g.view.load(at + 4, f.size) ||
-        !g.view.load(at + 8, f.fre_offset) || !g.view.load(at + 12, f.num_fres) ||
-        !g.view.load(at + 16, f.info))
-        return Error(Errc::Truncated, "FDE " + std::to_string(index) + " runs past the section", at);
+    Record<fde_size> entry;
+    if (!entry.read(g.view, at))
+        return fail(Errc::Truncated, [&] { return "FDE " + std::to_string(index) + " runs past the section"; }, at);
+    const auto start = entry.get<std::int32_t, 0>();
+    f.size = entry.get<std::uint32_t, 4>();
+    f.fre_offset = entry.get<std::uint32_t, 8>();
+    f.num_fres = entry.get<std::uint32_t, 12>();
+    f.info = entry.get<std::uint8_t, 16>();
     f.start_field = start;
     // v1 has no PC-relative flag: the start is always section-relative.
     f.start = g.vaddr + static_cast<std::uint64_t>(std::int64_t{start});
@@ -46,7 +51,7 @@ Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
         f.rep_size = implied_rep_size(g.abi);
         f.rep_size_implied = f.rep_size != 0;
     }
-    return f;
+    return true;
 }
 
 } // namespace
@@ -55,6 +60,6 @@ extern const Layout layout_v1;
 const Layout layout_v1{Version::V1, fde_size, flag::fde_sorted | flag::frame_pointer,
                        /*allows_s390x=*/false, /*has_rep_size=*/false, implied_rep_size,
                        /*s390x_regnum_words=*/false, /*empty_fde_is_outermost=*/false,
-                       /*start_field_size=*/4, decode};
+                       /*start_field_size=*/4, explained<read<Explain>>, quiet<read<Quiet>>};
 
 } // namespace sfunwind::sframe

@@ -12,27 +12,33 @@
 //   0x12 uint16 sfde_func_padding2
 #include "layout.hpp"
 
+#include <string>
+
 namespace sfunwind::sframe {
 namespace {
 
 constexpr std::uint32_t fde_size = 20;
 
-Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
-    Fde f;
+template <typename Report>
+bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
     f.index = index;
     f.entry_offset = g.fde_sub + std::uint64_t{index} * fde_size;
     f.attr_offset = f.entry_offset;
     const auto at = f.entry_offset;
-    std::int32_t start = 0;
-    if (!g.view.load(at, start) || !g.view.load(at + 4, f.size) ||
-        !g.view.load(at + 8, f.fre_offset) || !g.view.load(at + 12, f.num_fres) ||
-        !g.view.load(at + 16, f.info) || !g.view.load(at + 17, f.rep_size))
-        return Error(Errc::Truncated, "FDE " + std::to_string(index) + " runs past the section", at);
+    Record<18> entry; // the fields up to sfde_func_rep_size; the padding is not read
+    if (!entry.read(g.view, at))
+        return fail(Errc::Truncated, [&] { return "FDE " + std::to_string(index) + " runs past the section"; }, at);
+    const auto start = entry.get<std::int32_t, 0>();
+    f.size = entry.get<std::uint32_t, 4>();
+    f.fre_offset = entry.get<std::uint32_t, 8>();
+    f.num_fres = entry.get<std::uint32_t, 12>();
+    f.info = entry.get<std::uint8_t, 16>();
+    f.rep_size = entry.get<std::uint8_t, 17>();
     f.start_field = start;
     f.start = function_start(g, at, start);
     f.fres_begin = g.fre_sub + f.fre_offset;
     decode_info_common(f);
-    return f;
+    return true;
 }
 
 } // namespace
@@ -42,6 +48,6 @@ const Layout layout_v2{Version::V2, fde_size,
                        flag::fde_sorted | flag::frame_pointer | flag::fde_func_start_pcrel,
                        /*allows_s390x=*/true, /*has_rep_size=*/true, no_implied_rep_size,
                        /*s390x_regnum_words=*/true, /*empty_fde_is_outermost=*/false,
-                       /*start_field_size=*/4, decode};
+                       /*start_field_size=*/4, explained<read<Explain>>, quiet<read<Quiet>>};
 
 } // namespace sfunwind::sframe

@@ -15,39 +15,50 @@
 //   0x04 uint8  sfda_func_rep_size
 #include "layout.hpp"
 
+#include <string>
+
 namespace sfunwind::sframe {
 namespace {
 
 constexpr std::uint32_t fde_size = 16;
 constexpr std::uint32_t attr_size = 5;
 
-Expected<Fde> decode(const Geometry& g, std::uint32_t index) {
-    Fde f;
+template <typename Report>
+bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
     f.index = index;
     f.entry_offset = g.fde_sub + std::uint64_t{index} * fde_size;
     const auto at = f.entry_offset;
-    if (!g.view.load(at, f.start_field) || !g.view.load(at + 8, f.size) ||
-        !g.view.load(at + 12, f.fre_offset))
-        return Error(Errc::Truncated, "FDE index " + std::to_string(index) + " runs past the section", at);
+    Record<fde_size> entry;
+    if (!entry.read(g.view, at))
+        return fail(Errc::Truncated, [&] { return "FDE index " + std::to_string(index) + " runs past the section"; },
+                    at);
+    f.start_field = entry.get<std::int64_t, 0>();
+    f.size = entry.get<std::uint32_t, 8>();
+    f.fre_offset = entry.get<std::uint32_t, 12>();
     f.start = function_start(g, at, f.start_field);
 
     // The attribute record must lie inside the FRE sub-section.
     if (f.fre_offset > g.fre_len || g.fre_len - f.fre_offset < attr_size)
-        return Error(Errc::Malformed,
-                     "FDE " + std::to_string(index) + ": attribute record at FRE offset " +
-                         std::to_string(f.fre_offset) + " is outside the FRE sub-section",
-                     at + 12);
+        return fail(Errc::Malformed,
+                    [&] {
+                        return "FDE " + std::to_string(index) + ": attribute record at FRE offset " +
+                               std::to_string(f.fre_offset) + " is outside the FRE sub-section";
+                    },
+                    at + 12);
     f.attr_offset = g.fre_sub + f.fre_offset;
-    std::uint16_t num_fres = 0;
-    if (!g.view.load(f.attr_offset, num_fres) || !g.view.load(f.attr_offset + 2, f.info) ||
-        !g.view.load(f.attr_offset + 3, f.info2) || !g.view.load(f.attr_offset + 4, f.rep_size))
-        return Error(Errc::Truncated, "FDE attribute record runs past the section", f.attr_offset);
-    f.num_fres = num_fres;
+    Record<attr_size> attr;
+    if (!attr.read(g.view, f.attr_offset))
+        return fail(Errc::Truncated, [] { return std::string("FDE attribute record runs past the section"); },
+                    f.attr_offset);
+    f.num_fres = attr.get<std::uint16_t, 0>();
+    f.info = attr.get<std::uint8_t, 2>();
+    f.info2 = attr.get<std::uint8_t, 3>();
+    f.rep_size = attr.get<std::uint8_t, 4>();
     f.fres_begin = f.attr_offset + attr_size;
     decode_info_common(f);
     f.signal = (f.info & 0x80U) != 0;
     f.fde_type = static_cast<FdeType>(f.info2 & 0x1fU);
-    return f;
+    return true;
 }
 
 } // namespace
@@ -56,6 +67,6 @@ extern const Layout layout_v3;
 const Layout layout_v3{Version::V3, fde_size, flag::fde_sorted | flag::fde_func_start_pcrel,
                        /*allows_s390x=*/true, /*has_rep_size=*/true, no_implied_rep_size,
                        /*s390x_regnum_words=*/false, /*empty_fde_is_outermost=*/true,
-                       /*start_field_size=*/8, decode};
+                       /*start_field_size=*/8, explained<read<Explain>>, quiet<read<Quiet>>};
 
 } // namespace sfunwind::sframe

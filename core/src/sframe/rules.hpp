@@ -6,6 +6,9 @@
 
 #include "layout.hpp"
 
+#include <limits>
+#include <optional>
+
 namespace sfunwind::sframe {
 
 struct RuleContext {
@@ -17,14 +20,38 @@ struct RuleContext {
 
 // The CFA offset a data word stands for. s390x stores it scaled and adjusted
 // (spec v2 erratum 1 and v3 section 3.1.3, SFRAME_V2_S390X_CFA_OFFSET_DECODE);
-// libsframe applies this to v2 and v3, default and flexible FDEs alike.
-inline std::int32_t decode_cfa_offset(const Abi& abi, std::int32_t word) {
-    if (abi.arch == Arch::S390x)
-        return word * s390x::cfa_offset_alignment_factor - s390x::cfa_offset_adjustment;
-    return word;
+// libsframe applies this to v2 and v3, default and flexible FDEs alike. A
+// 4-byte word scaled by 8 can leave the 32-bit range of a CFA offset: none,
+// then (the section is corrupt).
+inline std::optional<std::int32_t> decode_cfa_offset(const Abi& abi, std::int32_t word) {
+    if (abi.arch != Arch::S390x) return word;
+    const std::int64_t offset = std::int64_t{word} * s390x::cfa_offset_alignment_factor -
+                                s390x::cfa_offset_adjustment;
+    if (offset < std::numeric_limits<std::int32_t>::min() || offset > std::numeric_limits<std::int32_t>::max())
+        return std::nullopt;
+    return static_cast<std::int32_t>(offset);
 }
 
-Status read_default_rules(const RuleContext& ctx, const Fre& fre, Row& row);
-Status read_flex_rules(const RuleContext& ctx, const Fre& fre, Row& row);
+// The data words of one FRE as the rules read them (spec v3 section 2.4.1):
+// a view, so that a lookup can hand over the words it read from the section
+// without filling an Fre first.
+struct FreWords {
+    const std::int32_t* words; // sign-extended; word_count of them
+    unsigned word_count;
+    unsigned word_size;        // bytes: 1, 2 or 4
+    bool cfa_base_fp;
+
+    static FreWords of(const Fre& fre) {
+        return FreWords{fre.words.data(), fre.word_count, fre.word_size, fre.cfa_base_fp};
+    }
+    // A data word read as unsigned (flexible-FDE control words).
+    std::uint32_t uword(unsigned i) const {
+        const auto raw = static_cast<std::uint32_t>(words[i]);
+        return word_size == 4 ? raw : raw & ((1U << (8U * word_size)) - 1U);
+    }
+};
+
+Status read_default_rules(const RuleContext& ctx, const FreWords& fre, Row& row);
+Status read_flex_rules(const RuleContext& ctx, const FreWords& fre, Row& row);
 
 } // namespace sfunwind::sframe

@@ -27,7 +27,7 @@ RegRule saved_register(const RuleContext& ctx, std::int32_t word, Row& row) {
 
 } // namespace
 
-Status read_default_rules(const RuleContext& ctx, const Fre& fre, Row& row) {
+Status read_default_rules(const RuleContext& ctx, const FreWords& fre, Row& row) {
     const Abi& abi = ctx.abi;
     if (fre.word_count == 0) {
         // Spec v2 erratum 2, v3 section 2.4.1: no data words, RA undefined,
@@ -36,7 +36,10 @@ Status read_default_rules(const RuleContext& ctx, const Fre& fre, Row& row) {
         row.outermost = true;
         return ok();
     }
-    row.cfa = CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, decode_cfa_offset(abi, fre.words[0]), false};
+    const auto cfa_offset = decode_cfa_offset(abi, fre.words[0]);
+    if (!cfa_offset)
+        return bad(ctx, "CFA offset word " + std::to_string(fre.words[0]) + " is beyond a 32-bit offset once scaled");
+    row.cfa = CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, *cfa_offset, false};
 
     unsigned next = 1;
     if (ctx.header.cfa_fixed_ra_offset != 0) {

@@ -54,7 +54,7 @@ RegRule default_fp(const RuleContext& ctx, RegRule::Source src) {
 
 } // namespace
 
-Status read_flex_rules(const RuleContext& ctx, const Fre& fre, Row& row) {
+Status read_flex_rules(const RuleContext& ctx, const FreWords& fre, Row& row) {
     const Abi& abi = ctx.abi;
     const unsigned n = fre.word_count;
     if (n == 0) {
@@ -66,7 +66,10 @@ Status read_flex_rules(const RuleContext& ctx, const Fre& fre, Row& row) {
     const Control cfa = control(fre.uword(0));
     // Appendix A: CFA recovery must always name a base register.
     if (!cfa.reg_p) return bad(ctx, "CFA control word " + std::to_string(fre.uword(0)) + " has no base register");
-    row.cfa = CfaRule{cfa.regnum, decode_cfa_offset(abi, fre.words[1]), cfa.deref_p};
+    const auto cfa_offset = decode_cfa_offset(abi, fre.words[1]);
+    if (!cfa_offset)
+        return bad(ctx, "CFA offset word " + std::to_string(fre.words[1]) + " is beyond a 32-bit offset once scaled");
+    row.cfa = CfaRule{cfa.regnum, *cfa_offset, cfa.deref_p};
     if (!plain_register(abi, cfa.regnum)) row.topmost_only = true;
 
     unsigned i = 2;

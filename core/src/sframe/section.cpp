@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace sfunwind::sframe {
@@ -19,11 +20,6 @@ const Abi* abi_of(AbiArch arch) {
     case AbiArch::S390xBig: return &abi_s390x();
     }
     return nullptr;
-}
-
-Geometry geometry(const ByteView& view, const Header& h, std::uint64_t vaddr, std::uint64_t fde_sub,
-                  std::uint64_t fre_sub) {
-    return Geometry{view, vaddr, fde_sub, fre_sub, h.fre_len, h.pcrel(), h.abi_arch};
 }
 
 } // namespace
@@ -98,21 +94,12 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
                                           std::to_string(h.fre_len) + " bytes runs past the section (" +
                                           std::to_string(bytes.size()) + " bytes)", 16);
 
-    // Binary search in place only when the section says it is sorted and it
-    // is (clang + lld output is not; a corrupt one may lie). Otherwise keep a
-    // sorted index of FDE numbers: 4 bytes per FDE.
-    bool sorted = h.sorted();
-    for (std::uint32_t i = 1; sorted && i < h.num_fdes; ++i)
-        sorted = s.start_of(i - 1) <= s.start_of(i);
-    if (!sorted && h.num_fdes > 1) {
-        std::vector<std::pair<std::uint64_t, std::uint32_t>> keys(h.num_fdes);
-        for (std::uint32_t i = 0; i < h.num_fdes; ++i) keys[i] = {s.start_of(i), i};
-        std::stable_sort(keys.begin(), keys.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-        s.order_.resize(h.num_fdes);
-        for (std::uint32_t i = 0; i < h.num_fdes; ++i) s.order_[i] = keys[i].second;
-    }
+    s.build_indexes();
     return s;
+}
+
+Geometry Section::geometry() const noexcept {
+    return Geometry{view_, vaddr_, fde_sub_, fre_sub_, header_.fre_len, header_.pcrel(), header_.abi_arch};
 }
 
 std::uint64_t Section::start_of(std::uint32_t index) const noexcept {
@@ -128,33 +115,24 @@ std::uint64_t Section::start_of(std::uint32_t index) const noexcept {
     return (header_.pcrel() ? vaddr_ + at : vaddr_) + static_cast<std::uint64_t>(field);
 }
 
-Expected<Fde> Section::fde(std::uint32_t index) const {
+Status Section::decode_fde(std::uint32_t index, Fde& out) const {
     if (index >= header_.num_fdes)
         return Error(Errc::NotFound, "FDE " + std::to_string(index) + " out of range (the section has " +
                                          std::to_string(header_.num_fdes) + ")");
-    auto f = layout_->decode_fde(geometry(view_, header_, vaddr_, fde_sub_, fre_sub_), index);
-    if (!f) return f;
-    if (f->fre_type > FreType::Addr4)
-        return Error(Errc::Malformed, "FDE " + std::to_string(index) + ": invalid FRE type " +
-                                          std::to_string(static_cast<unsigned>(f->fre_type)),
-                     f->attr_offset);
-    if (f->fde_type > FdeType::Flex)
-        return Error(Errc::Unsupported, "FDE " + std::to_string(index) + ": unknown FDE type " +
-                                            std::to_string(static_cast<unsigned>(f->fde_type)),
-                     f->attr_offset);
-    if (f->pc_type == PcType::Mask && f->rep_size == 0 && f->num_fres > 0 &&
-        layout_->has_rep_size)
-        return Error(Errc::Malformed, "FDE " + std::to_string(index) + ": PC-mask FDE with repeat size 0",
-                     f->attr_offset);
-    if (f->num_fres > 0 && f->fres_begin > fre_sub_ + header_.fre_len)
-        return Error(Errc::Malformed, "FDE " + std::to_string(index) + ": FREs start at FRE offset " +
-                                          std::to_string(f->fre_offset) + ", past the FRE sub-section (" +
-                                          std::to_string(header_.fre_len) + " bytes)",
-                     f->entry_offset);
+    if (auto st = layout_->decode_fde(geometry(), index, out); !st)
+        return st;
+    std::optional<Error> error;
+    if (!check_fde(*layout_, out, fre_sub_, header_.fre_len, Explain{error})) return std::move(*error);
+    return ok();
+}
+
+Expected<Fde> Section::fde(std::uint32_t index) const {
+    Fde f;
+    if (auto st = decode_fde(index, f); !st) return std::move(st).error();
     return f;
 }
 
-Expected<Fre> Section::fre_at(const Fde& fde, std::uint64_t offset) const {
+Status Section::decode_fre(const Fde& fde, std::uint64_t offset, Fre& fre) const {
     // FREs must lie inside the FRE sub-section (spec v3 section 2.4).
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
     if (offset < fre_sub_)
@@ -166,7 +144,6 @@ Expected<Fre> Section::fre_at(const Fde& fde, std::uint64_t offset) const {
                                           std::to_string(fde.num_fres) + " FREs, but the FRE sub-section ends at " +
                                           to_hex(frev.size()) + " before all of them",
                      fde.attr_offset == fde.entry_offset ? fde.entry_offset + 12 : fde.attr_offset);
-    Fre fre;
     fre.offset = offset;
     const unsigned start_width = 1U << static_cast<unsigned>(fde.fre_type);
     if (!frev.load_sized(offset, start_width, fre.start) || !frev.load(offset + start_width, fre.info))
@@ -188,6 +165,12 @@ Expected<Fre> Section::fre_at(const Fde& fde, std::uint64_t offset) const {
                                               std::to_string(fde.index) + " runs past the FRE sub-section",
                          offset);
     fre.size = static_cast<std::uint32_t>(at - offset);
+    return ok();
+}
+
+Expected<Fre> Section::fre_at(const Fde& fde, std::uint64_t offset) const {
+    Fre fre;
+    if (auto st = decode_fre(fde, offset, fre); !st) return std::move(st).error();
     return fre;
 }
 
@@ -196,131 +179,36 @@ Expected<std::vector<Fre>> Section::fres(const Fde& fde) const {
     out.reserve(std::min<std::uint32_t>(fde.num_fres, 4096));
     std::uint64_t at = fde.fres_begin;
     for (std::uint32_t i = 0; i < fde.num_fres; ++i) {
-        auto fre = fre_at(fde, at);
-        if (!fre) return std::move(fre).error();
-        at += fre->size;
-        out.push_back(*fre);
+        Fre& fre = out.emplace_back();
+        if (auto st = decode_fre(fde, at, fre); !st) return std::move(st).error();
+        at += fre.size;
     }
     return out;
+}
+
+Status Section::fill_row(const Fde& fde, std::uint64_t fre_offset, std::uint32_t fre_start, bool mangled_ra,
+                         const FreWords& words, std::uint32_t fre_index, std::uint64_t next_start,
+                         Row& row) const {
+    row.func_start = fde.start;
+    row.func_size = fde.size;
+    row.fde_index = fde.index;
+    row.fre_index = fre_index;
+    row.pc_begin = fde.start + fre_start;
+    row.pc_end = fde.start + next_start;
+    row.signal_frame = fde.signal;
+    row.pauth_key_b = fde.pauth_key == PauthKey::B;
+    row.pc_mask = fde.pc_type == PcType::Mask;
+    row.mangled_ra = mangled_ra;
+    const RuleContext ctx{*abi_, header_, *layout_, fre_offset};
+    return fde.fde_type == FdeType::Flex ? read_flex_rules(ctx, words, row) : read_default_rules(ctx, words, row);
 }
 
 Expected<Row> Section::row(const Fde& fde, const Fre& fre, std::uint32_t fre_index,
                            std::uint64_t next_start) const {
     Row row;
-    row.func_start = fde.start;
-    row.func_size = fde.size;
-    row.fde_index = fde.index;
-    row.fre_index = fre_index;
-    row.pc_begin = fde.start + fre.start;
-    row.pc_end = fde.start + next_start;
-    row.signal_frame = fde.signal;
-    row.pauth_key_b = fde.pauth_key == PauthKey::B;
-    row.pc_mask = fde.pc_type == PcType::Mask;
-    row.mangled_ra = fre.mangled_ra;
-    const RuleContext ctx{*abi_, header_, *layout_, fre.offset};
-    auto status = fde.fde_type == FdeType::Flex ? read_flex_rules(ctx, fre, row)
-                                                : read_default_rules(ctx, fre, row);
-    if (!status) return std::move(status).error();
-    return row;
-}
-
-Expected<Fde> Section::find_fde(std::uint64_t pc) const {
-    const std::uint32_t n = header_.num_fdes;
-    auto index_at = [&](std::uint32_t k) { return order_.empty() ? k : order_[k]; };
-    // Last FDE (in start order) whose start is <= pc.
-    std::uint32_t lo = 0;
-    std::uint32_t hi = n;
-    while (lo < hi) {
-        const std::uint32_t mid = lo + (hi - lo) / 2;
-        if (start_of(index_at(mid)) <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0) return Error(Errc::NotFound, "no FDE covers " + to_hex(pc));
-    auto f = fde(index_at(lo - 1));
-    if (!f) return f;
-    if (pc >= f->end()) return Error(Errc::NotFound, "no FDE covers " + to_hex(pc));
-    return f;
-}
-
-Expected<Row> Section::lookup(std::uint64_t pc) const {
-    auto f = find_fde(pc);
-    if (!f) return std::move(f).error();
-    const Fde& fde = *f;
-    std::uint64_t pc_offset = pc - fde.start;
-    std::uint64_t block_base = 0;
-    const bool mask = fde.pc_type == PcType::Mask;
-    if (mask && fde.rep_size == 0 && fde.num_fres > 0)
-        // Only v1 gets here (fde() refuses size 0 where the size is stored),
-        // on an ABI for which no size is implied (layout_v1.cpp).
-        return Error(Errc::Unsupported, "FDE " + std::to_string(fde.index) +
-                                            ": PC-mask FDE without a repeat block size (SFrame v" +
-                                            std::to_string(static_cast<unsigned>(header_.version)) +
-                                            " stores none and implies none for " + std::string(abi_->name) + ")",
-                     fde.entry_offset);
-    if (mask && fde.num_fres > 0) {
-        // Spec v3 section 2.3.3.1: PC % REP_BLOCK_SIZE >= FRE start. The
-        // function start, not the PC, is the origin: the blocks are the
-        // entries of the stub.
-        block_base = pc_offset - pc_offset % fde.rep_size;
-        pc_offset %= fde.rep_size;
-    }
-    if (fde.num_fres == 0) {
-        if (layout_->empty_fde_is_outermost && fde.fde_type == FdeType::Default) {
-            Row row;
-            row.func_start = fde.start;
-            row.func_size = fde.size;
-            row.fde_index = fde.index;
-            row.pc_begin = fde.start;
-            row.pc_end = fde.end();
-            row.signal_frame = fde.signal;
-            row.ra = RegRule::undefined();
-            row.outermost = true;
-            return row;
-        }
-        return Error(Errc::NotFound, "FDE " + std::to_string(fde.index) + " has no FREs", fde.entry_offset);
-    }
-    // Skip FREs by their start and info byte alone; only the chosen one is
-    // decoded in full (and checked) by fre_at().
-    const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
-    const unsigned start_width = 1U << static_cast<unsigned>(fde.fre_type);
-    std::uint64_t at = fde.fres_begin;
-    std::uint64_t best_at = 0;
-    std::uint32_t best_index = 0;
-    bool found = false;
-    std::uint64_t next_start = mask ? fde.rep_size : fde.size;
-    for (std::uint32_t i = 0; i < fde.num_fres; ++i) {
-        std::uint32_t start = 0;
-        std::uint8_t info = 0;
-        if (!frev.load_sized(at, start_width, start) || !frev.load(at + start_width, info) ||
-            ((info >> 5U) & 0x3U) == 3) {
-            auto fre = fre_at(fde, at); // for its precise error
-            if (!fre) return std::move(fre).error();
-            return Error(Errc::Malformed, "FRE " + std::to_string(i) + " of FDE " + std::to_string(fde.index) +
-                                              " is unreadable", at);
-        }
-        if (start > pc_offset) {
-            next_start = start;
-            break;
-        }
-        best_at = at;
-        best_index = i;
-        found = true;
-        const unsigned size_code = (info >> 5U) & 0x3U;
-        at += start_width + 1 + ((info >> 1U) & 0xfU) * (1U << size_code);
-    }
-    if (!found)
-        return Error(Errc::NotFound, "no FRE of FDE " + std::to_string(fde.index) + " covers " + to_hex(pc),
-                     fde.fres_begin);
-    auto best = fre_at(fde, best_at);
-    if (!best) return std::move(best).error();
-    auto row = this->row(fde, *best, best_index, next_start);
-    if (row && block_base != 0) {
-        row->pc_begin += block_base;
-        row->pc_end += block_base;
-    }
-    if (row && row->pc_end > fde.end()) row->pc_end = fde.end();
+    if (auto st = fill_row(fde, fre.offset, fre.start, fre.mangled_ra, FreWords::of(fre), fre_index, next_start, row);
+        !st)
+        return std::move(st).error();
     return row;
 }
 

@@ -20,7 +20,9 @@
 
 namespace sfunwind::sframe {
 
-struct Layout;  // one per version, private to the decoder
+struct Layout;    // one per version, private to the decoder
+struct Geometry;  // where the sub-sections are, for the Layout
+struct FreWords;  // an FRE's data words as the rules read them, private too
 
 struct Header {
     Version version = Version::V3;
@@ -129,12 +131,29 @@ public:
     // AMD64).
     Expected<Row> lookup(std::uint64_t pc) const;
 
-    // Memory used beyond the section bytes (the FDE order index, if any).
-    std::size_t extra_memory() const noexcept { return order_.capacity() * sizeof(std::uint32_t); }
+    // Memory used beyond the section bytes: the FDE order index, if any, and
+    // the page index (1 to 2 bytes per FDE; none below 64 FDEs).
+    std::size_t extra_memory() const noexcept {
+        return (order_.capacity() + pages_.capacity()) * sizeof(std::uint32_t);
+    }
 
 private:
     Section() = default;
     std::uint64_t start_of(std::uint32_t index) const noexcept;
+    Geometry geometry() const noexcept;
+    // section_lookup.cpp: the FDE order and page indexes (parse() builds
+    // them), the FDE search, and the row search behind lookup(), run with a
+    // Report that either only fails or explains (layout.hpp).
+    void build_indexes();
+    std::uint32_t fdes_starting_at_or_below(std::uint64_t pc) const noexcept;
+    template <typename Report> bool find_row(std::uint64_t pc, Row& row, const Report& fail) const;
+    // The workers behind fde(), fre_at(), row() and find_fde(): they fill a
+    // caller's object, so a lookup copies no Fde or Fre through an Expected.
+    Status decode_fde(std::uint32_t index, Fde& out) const;
+    Status decode_fre(const Fde& fde, std::uint64_t offset, Fre& out) const;
+    Status fill_row(const Fde& fde, std::uint64_t fre_offset, std::uint32_t fre_start, bool mangled_ra,
+                    const FreWords& words, std::uint32_t fre_index, std::uint64_t next_start, Row& out) const;
+    Status find_fde_into(std::uint64_t pc, Fde& out) const;
 
     ByteView view_;
     Header header_;
@@ -144,6 +163,12 @@ private:
     std::uint64_t fde_sub_ = 0;
     std::uint64_t fre_sub_ = 0;
     std::vector<std::uint32_t> order_; // FDE indices by start, when not searchable in place
+    // Page index: the FDE starts' range cut into 2^page_shift_-byte pages;
+    // pages_[p] counts the FDEs (in start order) that start before page p.
+    // A search then only looks at the FDEs that start inside the PC's page.
+    std::vector<std::uint32_t> pages_;
+    std::uint64_t page_origin_ = 0;    // the lowest FDE start
+    std::uint8_t page_shift_ = 0;
 };
 
 } // namespace sfunwind::sframe

@@ -27,7 +27,8 @@ struct ReadWindow {
 // the CFA's base register. With a dereferenced CFA (v3 flexible FDEs) only
 // the CFA's pointer slot can be planned: the RA and FP slots depend on the
 // value read there. Rules based on other registers are left out; their reads
-// go to the fallback reader.
+// go to the fallback reader. So is the FP slot when it lies more than 4 GiB
+// from the RA slot (only a corrupt section says so): no window holds both.
 ReadWindow plan_reads(const Row& row);
 
 // Answers reads that lie inside prefetched bytes at `address`; passes the

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench/run_all.sh: every lookup comparison in one go, then the ratios.
+#
+#   host (build/speed, Release, bookworm g++ 12):
+#     sfunwind_bench_lookup   Google Benchmark: lookup, FDE search, parse,
+#                             validate on the large sections (bench/run_lookup.sh)
+#     sfunwind_bench_libdw    against libdw's dwarf_cfi_addrframe on .eh_frame
+#     sfunwind_bench_open     open / index / validate per MB, memory per FDE
+#   sid chroot (build/sid-speed, Release, gcc 16, libsframe-dev 2.47):
+#     sfunwind_bench_libsframe  against GNU libsframe's sframe_find_fre, with
+#                               every PC's row checked against libsframe's first
+#
+# Programs: the SQLite shell of tests/fixtures/large (gas 2.47, SFrame v3;
+# clang 23, v2 unsorted: not for libsframe), the Lua 5.4 interpreter built
+# by bench/make_lua.sh (gas 2.47, v3), and build/check-large/zstd-gas-2.47
+# when tests/check/large_codebase.sh has made it.
+#
+#   bench/run_all.sh              everything (about 4 minutes on 2 busy cores,
+#                                 plus the builds the first time)
+#   BUDGET_MS=500 bench/run_all.sh  shorter timing per comparison (default 1500)
+#   SKIP_LOOKUP=1                 leave out the Google Benchmark suite
+#
+# Full outputs go to build/speed/run_all/; the ratio lines are printed at the
+# end. Needs root (the chroot) and, the first time, the Debian mirror (Lua's
+# source). Exits non-zero when a benchmark fails, e.g. when sfunwind and
+# libsframe disagree on a row.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+OUT=$REPO/build/speed/run_all
+BUDGET_MS=${BUDGET_MS:-1500}
+JOBS=${JOBS:-2}
+CHROOT=$REPO/scripts/sid-chroot.sh
+
+log() { printf '[run_all] %s\n' "$*" >&2; }
+mkdir -p "$OUT"
+cd "$REPO"
+
+log "host build (build/speed)"
+cmake -S "$REPO" -B build/speed -G Ninja -DCMAKE_BUILD_TYPE=Release -DSFUNWIND_BUILD_BENCHMARKS=ON \
+  -DSFUNWIND_WERROR=ON -DSFUNWIND_BUILD_LLDB_PLUGIN=OFF -DSFUNWIND_BUILD_GDB=OFF >/dev/null
+cmake --build build/speed -j"$JOBS" --target sfunwind_bench_lookup sfunwind_bench_libdw sfunwind_bench_open
+
+log "sid chroot build (build/sid-speed)"
+"$CHROOT" run -- sh -c "cd '$REPO' &&
+  cmake -S . -B build/sid-speed -G Ninja -DCMAKE_BUILD_TYPE=Release -DSFUNWIND_BUILD_BENCHMARKS=ON \
+    -DSFUNWIND_WERROR=ON -DSFUNWIND_BUILD_LLDB_PLUGIN=OFF -DSFUNWIND_BUILD_GDB=OFF \
+    -DSFUNWIND_BUILD_TESTS=OFF -DSFUNWIND_BUILD_CLI=OFF >/dev/null &&
+  cmake --build build/sid-speed -j$JOBS --target sfunwind_bench_libsframe"
+
+log "Lua 5.4 with gas 2.47 --gsframe"
+LUA=$("$HERE/make_lua.sh")
+PROGRAMS=(tests/fixtures/large/sqlite3-gas-2.47 "${LUA#"$REPO"/}")
+[[ -x build/check-large/zstd-gas-2.47 ]] && PROGRAMS+=(build/check-large/zstd-gas-2.47)
+ALL=("${PROGRAMS[@]}" tests/fixtures/large/sqlite3-clang-23)
+
+status=0
+run() { # run NAME CMD...: output to $OUT/NAME.txt and the terminal
+  local name=$1
+  shift
+  log "$name"
+  if ! "$@" 2>&1 | tee "$OUT/$name.txt"; then
+    log "$name FAILED"
+    status=1
+  fi
+}
+
+run libsframe "$CHROOT" run -- build/sid-speed/bench/sfunwind_bench_libsframe --budget-ms "$BUDGET_MS" "${PROGRAMS[@]}"
+run libdw build/speed/bench/sfunwind_bench_libdw --budget-ms "$BUDGET_MS" "${ALL[@]}"
+run open build/speed/bench/sfunwind_bench_open --budget-ms "$((BUDGET_MS / 2))" "${ALL[@]}"
+if [[ -z ${SKIP_LOOKUP:-} ]]; then
+  run lookup build/speed/bench/sfunwind_bench_lookup --benchmark_filter='^(lookup|find_fde)/' \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$OUT/bench_lookup.json" --benchmark_out_format=json
+  python3 "$HERE/summarize_lookup.py" "$OUT/bench_lookup.json" | tee "$OUT/lookup_summary.txt"
+fi
+
+echo
+echo "== ratios (best of rounds, same PCs, same section; full output in ${OUT#"$REPO"/}/) =="
+grep -h -E '^  sfunwind vs ' "$OUT/libsframe.txt" "$OUT/libdw.txt" | sed 's/^  //' || true
+echo "== open / index / validate per MB, memory per FDE =="
+grep -h -E '^[^ ]|ms/MB|B/FDE' "$OUT/open.txt" | grep -v 'validate found' || true
+grep -h -E 'open: sframe_decode|memory beyond' "$OUT/libsframe.txt" | sed 's/^  /  libsframe comparison: /' || true
+exit "$status"

@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: MIT
+// The lookup path of Section: PC -> FDE -> FRE -> Row, and the FDE indexes
+// that parse() builds for it. A profiler or a debugger asks for one row per
+// frame, so a lookup does only the work the answer needs: the FDE search
+// reads nothing but start fields, only the FDE it lands on is decoded, FREs
+// before the chosen one are skipped by their start and info byte alone, and
+// the chosen FRE's data words go straight to the rules.
+//
+// Every read stays bounds-checked (ByteView). The one check made once
+// instead of per read: parse() verified that all num_fdes FDE records lie
+// inside the section, and the search only reads records below num_fdes.
+//
+// Errors: find_row() is written once and run twice. First with Quiet, which
+// builds no message, so a successful lookup never touches a std::string;
+// only when that fails is it run again with Explain, to say what went wrong
+// and where (layout.hpp).
+#include "sfunwind/sframe/section.hpp"
+
+#include "layout.hpp"
+#include "rules.hpp"
+
+#include <boost/endian/conversion.hpp>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace sfunwind::sframe {
+namespace {
+
+// Where the FDE start fields are. The start of the FDE whose record is at
+// section offset `at` is vaddr + field, or with SFRAME_F_FDE_FUNC_START_PCREL
+// (spec v2 erratum 1, v3 section 2.1.3) vaddr + at + field: the field counts
+// from its own address.
+struct Starts {
+    ByteView view;
+    std::uint64_t first;        // section offset of FDE 0's start field
+    std::uint64_t vaddr;
+    std::uint64_t pcrel;        // all ones with PC-relative starts, else 0
+    const std::uint32_t* order; // FDE indices in start order; null: in place
+};
+
+// The start of FDE i (in section order). Field, Stride and Order are the
+// layout's Layout::start_field_size and Layout::fde_size and the section's
+// byte order as constants, so that a probe is a shift, an add and a load.
+template <typename Field, std::uint64_t Stride, boost::endian::order Order> struct StartAt {
+    std::uint64_t operator()(const Starts& s, std::uint32_t i) const noexcept {
+        const std::uint64_t at = s.first + std::uint64_t{i} * Stride;
+        const auto bytes = s.view.bytes();
+        // Always true: parse() checked that num_fdes records fit. Checked
+        // anyway, at the price of one predictable branch.
+        const Field field = at <= bytes.size() && bytes.size() - at >= sizeof(Field)
+                                ? boost::endian::endian_load<Field, sizeof(Field), Order>(bytes.data() + at)
+                                : Field{0};
+        return s.vaddr + (at & s.pcrel) + static_cast<std::uint64_t>(std::int64_t{field});
+    }
+};
+
+// The same for a layout without a specialisation below: sizes at run time.
+struct AnyStartAt {
+    std::uint64_t stride;
+    bool wide; // 8-byte start field, else 4
+    std::uint64_t operator()(const Starts& s, std::uint32_t i) const noexcept {
+        const std::uint64_t at = s.first + std::uint64_t{i} * stride;
+        std::int64_t field = 0;
+        std::int32_t narrow = 0;
+        if (wide)
+            (void)s.view.load(at, field);
+        else if (s.view.load(at, narrow))
+            field = narrow;
+        return s.vaddr + (at & s.pcrel) + static_cast<std::uint64_t>(field);
+    }
+};
+
+// Calls f with the start reader for this layout (v3: 8-byte fields in
+// 16-byte index records; v2: 4 in 20; v1: 4 in 17) and byte order.
+template <boost::endian::order Order, typename F> void with_start_reader(const Layout& layout, F&& f) {
+    if (layout.start_field_size == 8 && layout.fde_size == 16)
+        f(StartAt<std::int64_t, 16, Order>{});
+    else if (layout.start_field_size == 4 && layout.fde_size == 20)
+        f(StartAt<std::int32_t, 20, Order>{});
+    else if (layout.start_field_size == 4 && layout.fde_size == 17)
+        f(StartAt<std::int32_t, 17, Order>{});
+    else
+        f(AnyStartAt{layout.fde_size, layout.start_field_size == 8});
+}
+template <typename F> void with_start_reader(const Layout& layout, ByteOrder order, F&& f) {
+    if (order == ByteOrder::Little)
+        with_start_reader<boost::endian::order::little>(layout, f);
+    else
+        with_start_reader<boost::endian::order::big>(layout, f);
+}
+
+// How many of the n FDEs in start order from position lo start at or below
+// pc, plus lo. Branch-free halving: log2(n) steps whatever the starts, and
+// the one data-dependent choice per step is a conditional move, not a
+// branch that random PCs would mispredict half of the time.
+template <bool Indexed, typename Start>
+std::uint32_t count_at_or_below(const Starts& s, const Start& start, std::uint32_t lo, std::uint32_t n,
+                                std::uint64_t pc) {
+    auto key = [&](std::uint32_t k) { return start(s, Indexed ? s.order[k] : k); };
+    if (n == 0) return lo;
+    while (n > 1) {
+        const std::uint32_t half = n / 2;
+        lo = key(lo + half) <= pc ? lo + half : lo;
+        n -= half;
+    }
+    return lo + (key(lo) <= pc ? 1U : 0U);
+}
+
+// Pages of at least 2^min_page_shift bytes, fewer than one per two FDEs:
+// about 1 to 2 bytes per FDE, with a page holding a few FDE starts.
+constexpr std::uint32_t min_fdes_for_pages = 64;
+constexpr unsigned min_page_shift = 4;
+
+// The FRE scan's result: the first FRE whose start is past the PC's offset
+// in the function, so that the one before it, the chosen FRE, covers the PC
+// (spec v3 section 2.3.3.1, PCINC; FREs are in ascending start order).
+struct Scan {
+    std::uint32_t index = 0;      // that FRE's index, or the FRE count
+    std::uint64_t at = 0;         // its section offset
+    std::uint32_t start = 0;      // its start offset
+    std::uint64_t chosen = 0;     // section offset of the FRE before it
+    std::uint32_t chosen_start = 0;
+    std::uint8_t chosen_info = 0;
+    // Set when the FRE at `at` has a start or info byte that cannot be read,
+    // or the invalid data word size code 3: the scan stopped there.
+    bool unreadable = false;
+};
+
+// Reads only the start field (Width bytes: the FRE type, spec v3 section
+// 2.3.3.3) and the info byte of each FRE, which gives the FRE's length
+// (section 2.4.1: a 4-bit word count and a 2-bit word size code). One
+// bounds check per FRE covers both fields: [at, at + Width + 1) must lie in
+// the FRE sub-section. Kept out of line, so that the loop has the registers
+// to itself.
+template <unsigned Width, boost::endian::order Order>
+[[gnu::noinline]] Scan scan(std::span<const std::uint8_t> fres, std::uint64_t at, std::uint32_t count,
+                            std::uint64_t pc_offset) {
+    Scan r;
+    const std::uint8_t* data = fres.data();
+    const std::uint64_t size = fres.size();
+    std::uint32_t i = 0;
+    for (; i < count; ++i) {
+        if (at >= size || size - at < Width + 1U) {
+            r.unreadable = true;
+            break;
+        }
+        const std::uint32_t start = boost::endian::endian_load<std::uint32_t, Width, Order>(data + at);
+        const std::uint8_t info = data[at + Width];
+        if ((info & 0x60U) == 0x60U) {
+            r.unreadable = true;
+            break;
+        }
+        if (start > pc_offset) {
+            r.start = start;
+            break;
+        }
+        r.chosen = at;
+        r.chosen_start = start;
+        r.chosen_info = info;
+        at += Width + 1U + (((info >> 1U) & 0xfU) << ((info >> 5U) & 0x3U));
+    }
+    r.index = i;
+    r.at = at;
+    return r;
+}
+
+template <unsigned Width>
+Scan scan(const ByteView& frev, std::uint64_t at, std::uint32_t count, std::uint64_t pc_offset) {
+    using boost::endian::order;
+    return frev.order() == ByteOrder::Little ? scan<Width, order::little>(frev.bytes(), at, count, pc_offset)
+                                             : scan<Width, order::big>(frev.bytes(), at, count, pc_offset);
+}
+
+// The `count` data words of `size` bytes at `at`, sign-extended (spec v3
+// section 2.4.1); false when they run past the FRE sub-section. One bounds
+// check covers them all.
+bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned size, std::int32_t* out) {
+    if (!frev.contains(at, std::uint64_t{count} * size)) return false;
+    using boost::endian::endian_load;
+    using boost::endian::order;
+    const std::uint8_t* p = frev.bytes().data() + at;
+    const bool little = frev.order() == ByteOrder::Little;
+    for (unsigned i = 0; i < count; ++i, p += size) {
+        switch (size) {
+        case 1: out[i] = endian_load<std::int8_t, 1, order::little>(p); break;
+        case 2:
+            out[i] = little ? endian_load<std::int16_t, 2, order::little>(p)
+                            : endian_load<std::int16_t, 2, order::big>(p);
+            break;
+        default:
+            out[i] = little ? endian_load<std::int32_t, 4, order::little>(p)
+                            : endian_load<std::int32_t, 4, order::big>(p);
+            break;
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+std::uint32_t Section::fdes_starting_at_or_below(std::uint64_t pc) const noexcept {
+    std::uint32_t lo = 0;
+    std::uint32_t n = header_.num_fdes;
+    if (!pages_.empty()) {
+        // The page index narrows the search to the FDEs that start in pc's
+        // page: those before it all start at or below pc, those after above.
+        if (pc < page_origin_) return 0;
+        const std::uint64_t page = (pc - page_origin_) >> page_shift_;
+        if (page + 1 >= pages_.size()) return n; // past the highest start
+        lo = pages_[page];
+        n = pages_[page + 1] - lo;
+    }
+    const Starts s{view_, fde_sub_, vaddr_, header_.pcrel() ? ~std::uint64_t{0} : 0,
+                   order_.empty() ? nullptr : order_.data()};
+    std::uint32_t count = 0;
+    with_start_reader(*layout_, view_.order(), [&](const auto& start) {
+        count = s.order != nullptr ? count_at_or_below<true>(s, start, lo, n, pc)
+                                   : count_at_or_below<false>(s, start, lo, n, pc);
+    });
+    return count;
+}
+
+void Section::build_indexes() {
+    const std::uint32_t n = header_.num_fdes;
+    const Starts s{view_, fde_sub_, vaddr_, header_.pcrel() ? ~std::uint64_t{0} : 0, nullptr};
+    with_start_reader(*layout_, view_.order(), [&](const auto& start) {
+        // Binary search in place only when the section says it is sorted
+        // and it is (clang + lld output is not; a corrupt one may lie).
+        // Otherwise keep the FDE numbers in start order: 4 bytes per FDE.
+        bool sorted = header_.sorted();
+        for (std::uint32_t i = 1; sorted && i < n; ++i) sorted = start(s, i - 1) <= start(s, i);
+        if (!sorted && n > 1) {
+            std::vector<std::pair<std::uint64_t, std::uint32_t>> keys(n);
+            for (std::uint32_t i = 0; i < n; ++i) keys[i] = {start(s, i), i};
+            std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+            order_.resize(n);
+            for (std::uint32_t i = 0; i < n; ++i) order_[i] = keys[i].second;
+        }
+        if (n < min_fdes_for_pages) return;
+
+        // The page index: pages_[p] = how many FDEs (in start order) start
+        // before page p, for pages 0 .. last covering [origin, origin +
+        // span]; one more entry, n, closes the last page. The page size is
+        // the smallest power of two that gives fewer pages than n / 2.
+        auto key = [&](std::uint32_t k) { return start(s, order_.empty() ? k : order_[k]); };
+        const std::uint64_t origin = key(0);
+        const std::uint64_t span = key(n - 1) - origin;
+        unsigned shift = min_page_shift;
+        while (shift < 63 && (span >> shift) >= n / 2) ++shift;
+        const std::uint64_t last = span >> shift; // (last << shift) <= span: no boundary overflows
+        pages_.assign(static_cast<std::size_t>(last) + 2, n);
+        std::uint32_t k = 0;
+        for (std::uint64_t page = 0; page <= last; ++page) {
+            const std::uint64_t begin = origin + (page << shift);
+            while (k < n && key(k) < begin) ++k;
+            pages_[static_cast<std::size_t>(page)] = k;
+        }
+        page_origin_ = origin;
+        page_shift_ = static_cast<std::uint8_t>(shift);
+    });
+}
+
+Status Section::find_fde_into(std::uint64_t pc, Fde& out) const {
+    // The last FDE (in start order) whose start is <= pc.
+    const std::uint32_t below = fdes_starting_at_or_below(pc);
+    if (below == 0) return Error(Errc::NotFound, "no FDE covers " + to_hex(pc));
+    const std::uint32_t index = order_.empty() ? below - 1 : order_[below - 1];
+    if (auto st = decode_fde(index, out); !st) return st;
+    if (pc >= out.end()) return Error(Errc::NotFound, "no FDE covers " + to_hex(pc));
+    return ok();
+}
+
+Expected<Fde> Section::find_fde(std::uint64_t pc) const {
+    Fde fde;
+    if (auto st = find_fde_into(pc, fde); !st) return std::move(st).error();
+    return fde;
+}
+
+template <typename Report> bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
+    constexpr bool quiet = std::is_same_v<Report, Quiet>;
+    // The last FDE (in start order) whose start is <= pc, if it covers pc.
+    const std::uint32_t below = fdes_starting_at_or_below(pc);
+    if (below == 0) return fail(Errc::NotFound, [&] { return "no FDE covers " + to_hex(pc); }, no_offset);
+    const std::uint32_t index = order_.empty() ? below - 1 : order_[below - 1];
+    Fde fde;
+    if constexpr (quiet) {
+        if (!layout_->read_fde(geometry(), index, fde) || !check_fde(*layout_, fde, fre_sub_, header_.fre_len, fail))
+            return false;
+    } else {
+        if (auto st = decode_fde(index, fde); !st) return fail(std::move(st).error());
+    }
+    if (pc >= fde.end()) return fail(Errc::NotFound, [&] { return "no FDE covers " + to_hex(pc); }, no_offset);
+
+    std::uint64_t pc_offset = pc - fde.start;
+    std::uint64_t block_base = 0;
+    const bool mask = fde.pc_type == PcType::Mask;
+    if (mask && fde.rep_size == 0 && fde.num_fres > 0)
+        // Only v1 gets here (check_fde() refuses size 0 where the size is
+        // stored), on an ABI for which no size is implied (layout_v1.cpp).
+        return fail(Errc::Unsupported,
+                    [&] {
+                        return "FDE " + std::to_string(fde.index) +
+                               ": PC-mask FDE without a repeat block size (SFrame v" +
+                               std::to_string(static_cast<unsigned>(header_.version)) +
+                               " stores none and implies none for " + std::string(abi_->name) + ")";
+                    },
+                    fde.entry_offset);
+    if (mask && fde.num_fres > 0) {
+        // Spec v3 section 2.3.3.1: PC % REP_BLOCK_SIZE >= FRE start. The
+        // function start, not the PC, is the origin: the blocks are the
+        // entries of the stub.
+        block_base = pc_offset - pc_offset % fde.rep_size;
+        pc_offset %= fde.rep_size;
+    }
+    if (fde.num_fres == 0) {
+        if (layout_->empty_fde_is_outermost && fde.fde_type == FdeType::Default) {
+            row.func_start = fde.start;
+            row.func_size = fde.size;
+            row.fde_index = fde.index;
+            row.pc_begin = fde.start;
+            row.pc_end = fde.end();
+            row.signal_frame = fde.signal;
+            row.ra = RegRule::undefined();
+            row.outermost = true;
+            return true;
+        }
+        return fail(Errc::NotFound, [&] { return "FDE " + std::to_string(fde.index) + " has no FREs"; },
+                    fde.entry_offset);
+    }
+
+    const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
+    const unsigned width = 1U << static_cast<unsigned>(fde.fre_type);
+    Scan found;
+    switch (fde.fre_type) { // check_fde() saw to it that there is no other
+    case FreType::Addr1: found = scan<1>(frev, fde.fres_begin, fde.num_fres, pc_offset); break;
+    case FreType::Addr2: found = scan<2>(frev, fde.fres_begin, fde.num_fres, pc_offset); break;
+    case FreType::Addr4: found = scan<4>(frev, fde.fres_begin, fde.num_fres, pc_offset); break;
+    }
+    if (found.unreadable) [[unlikely]] {
+        if constexpr (!quiet) {
+            Fre fre;
+            if (auto st = decode_fre(fde, found.at, fre); !st) return fail(std::move(st).error()); // the precise error
+        }
+        return fail(Errc::Malformed,
+                    [&] {
+                        return "FRE " + std::to_string(found.index) + " of FDE " + std::to_string(fde.index) +
+                               " is unreadable";
+                    },
+                    found.at);
+    }
+    if (found.index == 0) [[unlikely]]
+        return fail(Errc::NotFound,
+                    [&] { return "no FRE of FDE " + std::to_string(fde.index) + " covers " + to_hex(pc); },
+                    fde.fres_begin);
+    // The row ends where the next FRE starts, or at the end of the function
+    // (of the repeat block, for PC-mask FDEs), and never past that end: a
+    // corrupt start beyond it would stretch the row over the next function,
+    // or wrap pc_end around the address space (pc < fde.end() above, so
+    // fde.start + fde.size does not wrap).
+    const std::uint64_t limit = mask ? fde.rep_size : fde.size;
+    const std::uint64_t next_start = found.index < fde.num_fres ? std::min<std::uint64_t>(found.start, limit) : limit;
+
+    // The chosen FRE's data words, read straight into the rules' view (spec
+    // v3 section 2.4.1: info bit 0 is the CFA base, bits 1-4 the word count,
+    // 5-6 the word size code, 7 the mangled-RA bit).
+    const std::uint8_t info = found.chosen_info;
+    const unsigned count = (info >> 1U) & 0xfU;
+    const unsigned size = 1U << ((info >> 5U) & 0x3U);
+    const std::uint64_t words_at = found.chosen + width + 1U;
+    std::array<std::int32_t, Fre::max_words> words; // the first `count` are read
+    if (!read_words(frev, words_at, count, size, words.data())) [[unlikely]] {
+        if constexpr (!quiet) {
+            Fre fre;
+            if (auto st = decode_fre(fde, found.chosen, fre); !st) return fail(std::move(st).error());
+        }
+        return fail(Errc::Truncated,
+                    [&] { return "FRE of FDE " + std::to_string(fde.index) + " runs past the FRE sub-section"; },
+                    found.chosen);
+    }
+    const FreWords view{words.data(), count, size, (info & 0x1U) == 0};
+    if (auto st = fill_row(fde, found.chosen, found.chosen_start, (info & 0x80U) != 0, view, found.index - 1,
+                           next_start, row);
+        !st)
+        return fail(std::move(st).error());
+    row.pc_begin += block_base;
+    row.pc_end = fde.start + std::min<std::uint64_t>(block_base + next_start, fde.size);
+    return true;
+}
+
+Expected<Row> Section::lookup(std::uint64_t pc) const {
+    Row row;
+    if (find_row(pc, row, Quiet{})) return row;
+    // Not found, or something in the way is malformed: the same steps again,
+    // this time keeping the error.
+    std::optional<Error> error;
+    Row again;
+    if (find_row(pc, again, Explain{error})) return again;
+    return std::move(*error);
+}
+
+} // namespace sfunwind::sframe
