@@ -79,26 +79,4 @@ int run(const Program& p, std::chrono::milliseconds budget) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-    long budget_ms = 1000;
-    int first = 1;
-    if (argc > 2 && std::strcmp(argv[1], "--budget-ms") == 0) {
-        budget_ms = std::strtol(argv[2], nullptr, 10);
-        first = 3;
-    }
-    if (first >= argc) {
-        std::fprintf(stderr, "usage: %s [--budget-ms N] ELF...\n", argv[0]);
-        return 2;
-    }
-    int status = 0;
-    for (int i = first; i < argc; ++i) {
-        auto p = sfunwind::bench::load_program(argv[i]);
-        if (!p) {
-            std::printf("%s\n", p.error().message().c_str());
-            status = 1;
-            continue;
-        }
-        if (run(**p, std::chrono::milliseconds(budget_ms)) != 0) status = 1;
-    }
-    return status;
-}
+int main(int argc, char** argv) { return sfunwind::bench::main_over_programs(argc, argv, run); }

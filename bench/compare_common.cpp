@@ -4,6 +4,8 @@
 #include "sample_pcs.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 namespace sfunwind::bench {
@@ -41,6 +43,31 @@ std::string ratio_text(double slower_ns, double faster_ns) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1fx", faster_ns > 0 ? slower_ns / faster_ns : 0.0);
     return buf;
+}
+
+int main_over_programs(int argc, char** argv,
+                       const std::function<int(const Program&, std::chrono::milliseconds)>& run) {
+    long budget_ms = 1500;
+    int first = 1;
+    if (argc > 2 && std::strcmp(argv[1], "--budget-ms") == 0) {
+        budget_ms = std::strtol(argv[2], nullptr, 10);
+        first = 3;
+    }
+    if (first >= argc) {
+        std::fprintf(stderr, "usage: %s [--budget-ms N] ELF...\n", argv[0]);
+        return 2;
+    }
+    int status = 0;
+    for (int i = first; i < argc; ++i) {
+        auto p = sfunwind::bench::load_program(argv[i]);
+        if (!p) {
+            std::printf("%s\n", p.error().message().c_str());
+            status = 1;
+            continue;
+        }
+        if (run(**p, std::chrono::milliseconds(budget_ms)) != 0) status = 1;
+    }
+    return status;
 }
 
 } // namespace sfunwind::bench

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +37,12 @@ struct Program {
 
 // Reads the file, its .sframe section and draws the PCs. Errors name the file.
 Expected<std::unique_ptr<Program>> load_program(const std::string& path);
+
+// The comparison programs' command line, `[--budget-ms N] ELF...`: loads
+// each ELF and runs `run` on it with the time budget; the exit status is 0
+// when every program loaded and every `run` returned 0, 2 on usage errors.
+int main_over_programs(int argc, char** argv,
+                       const std::function<int(const Program&, std::chrono::milliseconds)>& run);
 
 // "SFrame v3, 2935 FDEs, 24854 FREs, 172420 bytes"
 std::string describe_section(const sframe::Section& section, std::size_t bytes);
