@@ -111,6 +111,11 @@ do_mounts() {
   local d
   while read -r d; do
     [[ -n "$d" ]] || continue
+    # A bind made earlier can be stale: the host folder was replaced (or
+    # remounted) since, and the chroot would see the old, empty one.
+    if mountpoint -q "$ROOT$d" && [[ $(stat -c %d:%i "$ROOT$d") != $(stat -c %d:%i "$d") ]]; then
+      umount -l "$ROOT$d" || die "cannot unmount the stale bind $ROOT$d"
+    fi
     mount_one "$ROOT$d" --bind "$d"
   done < <(bind_dirs)
   # resolv.conf can be a symlink in the chroot; replace it by a plain copy
