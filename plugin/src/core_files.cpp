@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "core_files.hpp"
 
+#include "elf_probe.hpp"
+
 #include "sfunwind/bytes.hpp"
 
-#include <fcntl.h>
 #include <gelf.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <set>
@@ -13,24 +13,10 @@
 namespace sfunwind::lldb_plugin {
 namespace {
 
-struct ElfHandle {
-    int fd = -1;
-    ::Elf* elf = nullptr;
-    ~ElfHandle() {
-        if (elf != nullptr) elf_end(elf);
-        if (fd >= 0) ::close(fd);
-    }
-};
-
 // ELF_C_READ: a core is read in parts (headers, then the note segments), and
 // a file cut short fails a read instead of raising SIGBUS in LLDB.
 bool open_core(const std::string& path, ElfHandle& h, GElf_Ehdr& ehdr) {
-    if (elf_version(EV_CURRENT) == EV_NONE) return false;
-    h.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (h.fd < 0) return false;
-    h.elf = elf_begin(h.fd, ELF_C_READ, nullptr);
-    return h.elf != nullptr && elf_kind(h.elf) == ELF_K_ELF && gelf_getehdr(h.elf, &ehdr) != nullptr &&
-           ehdr.e_type == ET_CORE;
+    return open_elf(path, h) && gelf_getehdr(h.elf, &ehdr) != nullptr && ehdr.e_type == ET_CORE;
 }
 
 // One NT_FILE descriptor: count and page size, `count` (start, end, offset)

@@ -12,16 +12,11 @@
 #include <cstring>
 
 namespace sfunwind::lldb_plugin {
-namespace {
 
-struct ElfHandle {
-    int fd = -1;
-    ::Elf* elf = nullptr;
-    ~ElfHandle() {
-        if (elf != nullptr) elf_end(elf);
-        if (fd >= 0) ::close(fd);
-    }
-};
+ElfHandle::~ElfHandle() {
+    if (elf != nullptr) elf_end(elf);
+    if (fd >= 0) ::close(fd);
+}
 
 bool open_elf(const std::string& path, ElfHandle& h) {
     if (elf_version(EV_CURRENT) == EV_NONE) return false;
@@ -30,6 +25,8 @@ bool open_elf(const std::string& path, ElfHandle& h) {
     h.elf = elf_begin(h.fd, ELF_C_READ, nullptr);
     return h.elf != nullptr && elf_kind(h.elf) == ELF_K_ELF;
 }
+
+namespace {
 
 // The section of that name (or, with `type` non-zero, of that type).
 Elf_Scn* find_section(::Elf* elf, const char* name, std::uint32_t type) {

@@ -9,12 +9,27 @@
 
 #include "sfunwind/error.hpp"
 
+#include <libelf.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace sfunwind::lldb_plugin {
+
+// A file opened with libelf's on-demand reader; closed on destruction.
+struct ElfHandle {
+    int fd = -1;
+    ::Elf* elf = nullptr;
+    ElfHandle() = default;
+    ElfHandle(const ElfHandle&) = delete;
+    ElfHandle& operator=(const ElfHandle&) = delete;
+    ~ElfHandle();
+};
+
+// Opens `path` into `h` (ELF_C_READ); false if it cannot be read or is not ELF.
+bool open_elf(const std::string& path, ElfHandle& h);
 
 // The NT_GNU_BUILD_ID of an ELF file as lowercase hex. Errors name the file:
 // unreadable, not ELF, no build-id note.
