@@ -28,29 +28,11 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+from fixtures import manifest, runs_here  # noqa: E402
 FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
 
 RECURSE_FUNCS = ["fixture_leaf", "recurse", "level_3", "level_2", "level_1"]
-
-
-def runs_here(entry, runs):
-    """x86-64 programs that run here. Static builds run in the chroot too,
-    though the manifest lists them for the host: they need no sid glibc."""
-    if entry["arch"] != "x86-64" or entry["linkage"] == "shared":
-        return False
-    return runs in entry["runs"] or (runs == "chroot" and entry["linkage"] == "static")
-
-
-def manifest():
-    rows = []
-    with open(os.path.join(FIXTURES, "manifest.tsv")) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            cols = line.rstrip("\n").split("\t")
-            rows.append({"path": cols[0], "writer": cols[1], "version": cols[2], "arch": cols[3],
-                         "linkage": cols[4], "flags": cols[5], "runs": cols[6].split(",")})
-    return rows
 
 
 def program_kind(path):

@@ -34,28 +34,10 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+from fixtures import manifest, runs_here  # noqa: E402
 FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
 FIELDS = ("pc", "function", "sp", "fp", "cfa")
-
-
-def runs_here(entry, runs):
-    """x86-64 programs that run here. Static builds run in the chroot too,
-    though the manifest lists them for the host: they need no sid glibc."""
-    if entry["arch"] != "x86-64" or entry["linkage"] == "shared":
-        return False
-    return runs in entry["runs"] or (runs == "chroot" and entry["linkage"] == "static")
-
-
-def manifest():
-    rows = []
-    with open(os.path.join(FIXTURES, "manifest.tsv")) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            c = line.rstrip("\n").split("\t")
-            rows.append({"path": c[0], "writer": c[1], "version": c[2], "arch": c[3], "linkage": c[4],
-                         "flags": c[5], "runs": c[6].split(","), "notes": c[8] if len(c) > 8 else ""})
-    return rows
 
 
 def kind_of(path):

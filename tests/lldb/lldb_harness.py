@@ -205,18 +205,6 @@ def fixture(*parts):
     return os.path.join(FIXTURES, "bin", *parts)
 
 
-def manifest():
-    rows = []
-    with open(os.path.join(FIXTURES, "manifest.tsv")) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            cols = line.rstrip("\n").split("\t")
-            rows.append({"path": cols[0], "writer": cols[1], "version": cols[2], "arch": cols[3],
-                         "linkage": cols[4], "flags": cols[5], "runs": cols[6], "notes": cols[8] if len(cols) > 8 else ""})
-    return rows
-
-
 def stop_description(thread):
     frame = thread.GetFrameAtIndex(0)
     name = frame.GetFunctionName() or frame.GetSymbol().GetName() or "?"
