@@ -148,17 +148,27 @@ std::shared_ptr<const ModuleFile> ModuleCatalog::memory_file(lldb::SBTarget& tar
     return it->second;
 }
 
+namespace {
+
+// A module's identity as LLDB knows it: its file's path and name, and its UUID.
+bool identify(lldb::SBModule module, TargetModule& m) {
+    if (!module.IsValid()) return false;
+    m.module = module;
+    const lldb::SBFileSpec spec = module.GetFileSpec();
+    m.path = path_of(spec);
+    m.name = spec.GetFilename() != nullptr ? spec.GetFilename() : m.path;
+    if (const char* uuid = module.GetUUIDString()) m.uuid = uuid;
+    return true;
+}
+
+} // namespace
+
 std::vector<TargetModule> ModuleCatalog::module_files(lldb::SBTarget& target) {
     std::vector<TargetModule> out;
     const std::uint32_t n = target.GetNumModules();
     for (std::uint32_t i = 0; i < n; ++i) {
         TargetModule m;
-        m.module = target.GetModuleAtIndex(i);
-        if (!m.module.IsValid()) continue;
-        const lldb::SBFileSpec spec = m.module.GetFileSpec();
-        m.path = path_of(spec);
-        m.name = spec.GetFilename() != nullptr ? spec.GetFilename() : m.path;
-        if (const char* uuid = m.module.GetUUIDString()) m.uuid = uuid;
+        if (!identify(target.GetModuleAtIndex(i), m)) continue;
         m.file = file(m.path, m.uuid);
         out.push_back(std::move(m));
     }
@@ -171,12 +181,7 @@ std::vector<TargetModule> ModuleCatalog::modules(lldb::SBTarget& target) {
     out.reserve(n);
     for (std::uint32_t i = 0; i < n; ++i) {
         TargetModule m;
-        m.module = target.GetModuleAtIndex(i);
-        if (!m.module.IsValid()) continue;
-        const lldb::SBFileSpec spec = m.module.GetFileSpec();
-        m.path = path_of(spec);
-        m.name = spec.GetFilename() != nullptr ? spec.GetFilename() : m.path;
-        if (const char* uuid = m.module.GetUUIDString()) m.uuid = uuid;
+        if (!identify(target.GetModuleAtIndex(i), m)) continue;
         locate(target, m);
         m.file = file(m.path, m.uuid);
         if (!m.file->elf && m.loaded && !m.path.empty() && m.path.front() == '[' && target.GetProcess().IsValid())
