@@ -13,8 +13,9 @@ For each host-runnable `-noeh` fixture (.eh_frame, .eh_frame_hdr and
     must be covered by the time LLDB first unwinds (found by LLDB itself, not
     added at a stop);
   - with the plugin, LLDB's own frames (SB API: pc, and the CFA relative to
-    frame 0's SP, since the two runs' stacks differ by argv's length) must be
-    the reference's, frame for frame; the unwind log must show 'DWARF CFI'
+    frame 0's SP; the reference is launched until its stack starts at the
+    same offset modulo 64, for the frames that realign it) must be the
+    reference's, frame for frame; the unwind log must show 'DWARF CFI'
     for every caller frame in the program; callee-saved registers SFrame
     cannot restore must be unavailable (never stale) in caller frames; `up`
     and `finish` must work.
@@ -69,39 +70,76 @@ def stop_at_trap(s, target, args, by_command=False):
     return process, thread
 
 
+# The largest stack realignment in the fixtures (realign: and $-64, %rsp).
+STACK_ALIGN = 64
+# Launches of the reference before giving up on lining its stack up.
+REFERENCE_LAUNCHES = 24
+
+
+def start_stack(process):
+    """The address of argc when the process started (/proc/PID/stat field
+    28, startstack), or None where /proc does not say."""
+    try:
+        with open("/proc/%d/stat" % process.GetProcessID()) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[25]) or None
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 @contextlib.contextmanager
-def same_length_copy(path, length):
-    """A copy of the program `path` whose path is `length` characters long,
-    so that its run's stack lines up with the -noeh copy's (argv[0] and the
-    environment are on the stack): frames that realign the stack
-    (`and $-32, %rsp`) have CFA - sp0 distances that depend on that
-    alignment. Programs that load a library from their own folder (plt) run
-    where they are."""
-    if os.path.basename(path) == "plt" or len(path) == length:
+def copy_with_path_length(path, length):
+    """A copy of the program `path` whose path is at least `length`
+    characters long (argv[0] is on the stack, above the start of the stack).
+    A program that loads a library from its own folder (plt, by its $ORIGIN
+    run path) is copied with that folder."""
+    if len(path) == length:
         yield path
         return
     d = tempfile.mkdtemp(prefix="ref", dir="/tmp")
     try:
         name = os.path.basename(path)
-        pad = length - len(d) - 1 - len(name)
-        if pad < 0:
-            yield path  # cannot line up; the comparison then says so
-            return
-        copy = os.path.join(d, name + "_" * pad)
-        shutil.copy2(path, copy)
-        yield copy
+        pad = max(1, length - len(d) - 2 - len(name))
+        # Folder names of at most 100 characters (NAME_MAX is 255).
+        folder = os.path.join(d, *["_" * min(100, pad - k) for k in range(0, pad, 101)])
+        if name == "plt":
+            shutil.copytree(os.path.dirname(path), folder)
+        else:
+            os.makedirs(folder)
+            shutil.copy2(path, folder)
+        yield os.path.join(folder, name)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def reference(plain, path, args):
-    target = plain.create(path)
-    try:
-        _, thread = stop_at_trap(plain, target, args)
-        sp0 = thread.GetFrameAtIndex(0).GetSP()
-        return relative(frames_of(thread), sp0), frames_of(thread)
-    finally:
-        plain.delete(target)
+def reference(plain, path, args, start=None, by_command=False):
+    """Plain LLDB's frames of the CFI build at its stop, and the CFA of each
+    relative to frame 0's SP. Frames that realign the stack have CFA - SP
+    distances that depend on where the stack started, modulo STACK_ALIGN:
+    with `start` (the start of the stack of the run compared with), the
+    reference is launched again until its stack starts at the same offset.
+    What moves it: argv[0]'s length (a copy of the program under a longer
+    path; the kernel copies the path twice, argv[0] and AT_EXECFN, and
+    rounds the start to 16, so the reference tries longer paths in steps of
+    8), and where LLDB cannot turn address randomisation off, chance.
+    The environment moves it too (`process launch` passes LLDB's, an SB
+    launch none): `by_command` launches the reference the way the run
+    compared with was launched. Returns (relative, frames, start
+    difference modulo STACK_ALIGN; 0 when lined up or not known)."""
+    diff = 0
+    for attempt in range(REFERENCE_LAUNCHES):
+        with copy_with_path_length(path, len(path) + 8 * attempt) as copy:
+            target = plain.create(copy)
+            try:
+                process, thread = stop_at_trap(plain, target, args, by_command)
+                frames = frames_of(thread)
+                got = relative(frames, thread.GetFrameAtIndex(0).GetSP())
+                here = start_stack(process)
+                diff = (here - start) % STACK_ALIGN if start and here else 0
+                if diff == 0:
+                    return got, frames, 0
+            finally:
+                plain.delete(target)
+    return got, frames, diff
 
 
 def loaded_with_module(status_module):
@@ -166,8 +204,6 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
     "sb-cover" (SB API, then `sframe cover`), "warm" (SB API, no command,
     the file made by an earlier session)."""
     assert not args or flow != "command"
-    with same_length_copy(cfi_path, len(noeh_path)) as ref_path:
-        ref, ref_frames = reference(plain, ref_path, args)
     # The unwind log from before the launch: LLDB unwinds at a stop before
     # anyone asks (LLDB 19 on its private state thread, LLDB 23 when the
     # `process launch` command prints the stop), and the plan of each frame
@@ -191,6 +227,9 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
         s.cmd("log disable lldb unwind")
         sp0 = thread.GetFrameAtIndex(0).GetSP()
         got = relative(frames, sp0)
+        ref, _, misaligned = reference(plain, cfi_path, args, start_stack(process), flow == "command")
+        res.check(label + ": the reference run's stack starts where this run's does (modulo %d)" % STACK_ALIGN,
+                  misaligned == 0, "off by %d after %d launches" % (misaligned, REFERENCE_LAUNCHES))
         cov = covered(s, thread, frames)
         if flow == "warm":
             st = s.json_cmd("sframe status --json")
@@ -535,7 +574,7 @@ def stripped_copy(work, path, tag):
 
 def check_stripped(plain, s, res, work, label, cfi_path, noeh_path, args):
     bare = stripped_copy(work, noeh_path, "plain")
-    ref, _ = reference(plain, cfi_path, args)
+    ref, _, _ = reference(plain, cfi_path, args)
     # Plain LLDB, without function starts, goes wrong on this program.
     target = plain.create(bare)
     try:
