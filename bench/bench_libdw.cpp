@@ -16,15 +16,13 @@
 // the RA and FP columns + free() of the frame, which is what an unwinder asks
 // libdw for one frame. Prints `sfunwind vs libdw (dwarf_cfi_addrframe): N.Nx`.
 #include "compare_common.hpp"
-
 #include "sfunwind/cfi/cfi_table.hpp"
 #include "sfunwind/cfi/compare.hpp"
-
-#include <elfutils/libdw.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <elfutils/libdw.h>
 
 namespace {
 
@@ -60,7 +58,8 @@ Agreement agree(const Program& p, const sfunwind::cfi::CfiTable& table) {
 }
 
 int run(const Program& p, std::chrono::milliseconds budget) {
-    std::printf("%s: %s\n", p.name.c_str(), sfunwind::bench::describe_section(*p.section, p.sframe.size()).c_str());
+    std::printf("%s: %s\n", p.name.c_str(),
+                sfunwind::bench::describe_section(*p.section, p.sframe.size()).c_str());
     if (!p.file.has_section(".eh_frame")) {
         std::printf("  skipped: no .eh_frame\n");
         return 0;
@@ -71,9 +70,10 @@ int run(const Program& p, std::chrono::milliseconds budget) {
         return 1;
     }
     const Agreement a = agree(p, *table);
-    std::printf("  SFrame row vs .eh_frame row at %zu PCs: %zu agree, %zu CFI rules without a Row form, "
-                "%zu differ, %zu without a row in one of them\n",
-                p.pcs.size(), a.same, a.unrepresentable, a.different, a.no_cfi);
+    std::printf(
+        "  SFrame row vs .eh_frame row at %zu PCs: %zu agree, %zu CFI rules without a Row form, "
+        "%zu differ, %zu without a row in one of them\n",
+        p.pcs.size(), a.same, a.unrepresentable, a.different, a.no_cfi);
 
     Dwarf_CFI* cfi = dwarf_getcfi_elf(p.file.libelf_handle());
     if (cfi == nullptr) {
@@ -83,7 +83,8 @@ int run(const Program& p, std::chrono::milliseconds budget) {
     const auto& abi = p.section->abi();
     auto ours = [&](std::uint64_t pc) -> std::uint64_t {
         auto row = p.section->lookup(pc);
-        return row ? static_cast<std::uint64_t>(row->cfa.offset + row->ra.offset + row->fp.offset) : 0;
+        return row ? static_cast<std::uint64_t>(row->cfa.offset + row->ra.offset + row->fp.offset)
+                   : 0;
     };
     auto theirs = [&](std::uint64_t pc) -> std::uint64_t {
         Dwarf_Frame* frame = nullptr;
@@ -110,4 +111,6 @@ int run(const Program& p, std::chrono::milliseconds budget) {
 
 } // namespace
 
-int main(int argc, char** argv) { return sfunwind::bench::main_over_programs(argc, argv, run); }
+int main(int argc, char** argv) {
+    return sfunwind::bench::main_over_programs(argc, argv, run);
+}

@@ -28,31 +28,29 @@
 // Opening is compared too: sframe_decode() against Section::parse(), per MB,
 // and the heap each keeps per FDE beyond the section bytes.
 #include "compare_common.hpp"
-
 #include "sfunwind/row.hpp"
-
-#include <malloc.h>
-#include <sframe-api.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <malloc.h>
 #include <optional>
+#include <sframe-api.h>
 #include <string>
 
 namespace {
 
-using sfunwind::Row;
 using sfunwind::RegRule;
+using sfunwind::Row;
 using sfunwind::bench::Program;
 namespace sframe = sfunwind::sframe;
 
 // The rules both libraries can express, in one form.
 struct Rules {
-    bool has_fre = true;          // false: a v3 FDE without FREs (sfunwind only)
+    bool has_fre = true; // false: a v3 FDE without FREs (sfunwind only)
     std::uint32_t fre_start = 0;
     bool ra_undefined = false;
-    unsigned cfa_reg = 0;         // DWARF register
+    unsigned cfa_reg = 0; // DWARF register
     std::int32_t cfa_offset = 0;
     std::optional<std::int32_t> ra; // CFA-relative save slot, if any
     std::optional<std::int32_t> fp;
@@ -68,8 +66,8 @@ std::string text(const Rules& r) {
         std::snprintf(buf, sizeof buf, "start %#x RA undefined", r.fre_start);
         return buf;
     }
-    std::snprintf(buf, sizeof buf, "start %#x CFA=r%u%+d RA=%s FP=%s", r.fre_start, r.cfa_reg, r.cfa_offset,
-                  slot(r.ra).c_str(), slot(r.fp).c_str());
+    std::snprintf(buf, sizeof buf, "start %#x CFA=r%u%+d RA=%s FP=%s", r.fre_start, r.cfa_reg,
+                  r.cfa_offset, slot(r.ra).c_str(), slot(r.fp).c_str());
     return buf;
 }
 
@@ -81,7 +79,8 @@ Rules from_row(const Row& row, const sframe::Fde& fde) {
         return r;
     }
     const std::uint64_t offset = row.pc_begin - row.func_start;
-    r.fre_start = static_cast<std::uint32_t>(row.pc_mask && fde.rep_size != 0 ? offset % fde.rep_size : offset);
+    r.fre_start = static_cast<std::uint32_t>(
+        row.pc_mask && fde.rep_size != 0 ? offset % fde.rep_size : offset);
     r.ra_undefined = row.ra.kind == RegRule::Kind::Undefined;
     if (r.ra_undefined) return r;
     r.cfa_reg = row.cfa.reg;
@@ -103,7 +102,8 @@ Rules from_libsframe(const sframe_decoder_ctx* d, const sframe_frame_row_entry& 
         const std::uint32_t control = sframe_get_fre_udata(&fre, 0, &err);
         r.cfa_reg = err == 0 ? control >> 3U : ~0U;
     } else {
-        r.cfa_reg = sframe_fre_get_base_reg_id(&fre, &err) == SFRAME_BASE_REG_FP ? abi.fp_reg : abi.sp_reg;
+        r.cfa_reg =
+            sframe_fre_get_base_reg_id(&fre, &err) == SFRAME_BASE_REG_FP ? abi.fp_reg : abi.sp_reg;
     }
     r.cfa_offset = sframe_fre_get_cfa_offset(d, &fre, type, &err);
     // An RA word of 0 is padding (SFRAME_FRE_RA_OFFSET_INVALID): no slot.
@@ -116,8 +116,8 @@ Rules from_libsframe(const sframe_decoder_ctx* d, const sframe_frame_row_entry& 
 
 struct Check {
     std::size_t same = 0;
-    std::size_t empty_fde = 0;     // libsframe has no row for a v3 FDE without FREs
-    std::size_t flex_words = 0;    // flexible FDE: RA/FP words read by position
+    std::size_t empty_fde = 0;  // libsframe has no row for a v3 FDE without FREs
+    std::size_t flex_words = 0; // flexible FDE: RA/FP words read by position
     std::size_t different = 0;
 };
 
@@ -128,7 +128,8 @@ Check check_rows(const Program& p, const sframe_decoder_ctx* d) {
         auto row = section.lookup(pc);
         sframe_frame_row_entry fre;
         std::memset(&fre, 0, sizeof fre);
-        const bool found = sframe_find_fre(d, static_cast<std::int64_t>(pc - p.sframe_vaddr), &fre) != SFRAME_ERR;
+        const bool found =
+            sframe_find_fre(d, static_cast<std::int64_t>(pc - p.sframe_vaddr), &fre) != SFRAME_ERR;
         std::optional<sframe::Fde> fde;
         if (row) {
             auto f = section.fde(row->fde_index);
@@ -141,10 +142,12 @@ Check check_rows(const Program& p, const sframe_decoder_ctx* d) {
         if (found) theirs = from_libsframe(d, fre, flex, section.abi());
 
         if (ours && theirs && ours->has_fre) {
-            const bool core = ours->fre_start == theirs->fre_start && ours->ra_undefined == theirs->ra_undefined &&
-                              (ours->ra_undefined ||
-                               (ours->cfa_reg == theirs->cfa_reg && ours->cfa_offset == theirs->cfa_offset));
-            const bool slots = ours->ra_undefined || (ours->ra == theirs->ra && ours->fp == theirs->fp);
+            const bool core = ours->fre_start == theirs->fre_start &&
+                              ours->ra_undefined == theirs->ra_undefined &&
+                              (ours->ra_undefined || (ours->cfa_reg == theirs->cfa_reg &&
+                                                      ours->cfa_offset == theirs->cfa_offset));
+            const bool slots =
+                ours->ra_undefined || (ours->ra == theirs->ra && ours->fp == theirs->fp);
             if (core && slots) {
                 ++c.same;
                 continue;
@@ -167,11 +170,14 @@ Check check_rows(const Program& p, const sframe_decoder_ctx* d) {
 }
 
 // Heap in use (glibc), to see what sframe_decode keeps.
-std::size_t heap_in_use() { return mallinfo2().uordblks; }
+std::size_t heap_in_use() {
+    return mallinfo2().uordblks;
+}
 
 int run(const Program& p, std::chrono::milliseconds budget) {
     const auto& section = *p.section;
-    std::printf("%s: %s\n", p.name.c_str(), sfunwind::bench::describe_section(section, p.sframe.size()).c_str());
+    std::printf("%s: %s\n", p.name.c_str(),
+                sfunwind::bench::describe_section(section, p.sframe.size()).c_str());
     if (section.version() != sframe::Version::V3) {
         std::printf("  skipped: libsframe 2.47 is compared on SFrame v3 sections only\n");
         return 0;
@@ -190,21 +196,25 @@ int run(const Program& p, std::chrono::milliseconds budget) {
     std::printf("  rows at %zu PCs: %zu identical, %zu differ%s", p.pcs.size(), c.same, c.different,
                 c.empty_fde + c.flex_words == 0 ? "\n" : ";");
     if (c.empty_fde + c.flex_words != 0)
-        std::printf(" libsframe's own gaps: %zu PCs in FDEs without FREs, %zu flexible-FDE RA/FP words\n",
-                    c.empty_fde, c.flex_words);
+        std::printf(
+            " libsframe's own gaps: %zu PCs in FDEs without FREs, %zu flexible-FDE RA/FP words\n",
+            c.empty_fde, c.flex_words);
 
     auto ours = [&](std::uint64_t pc) -> std::uint64_t {
         auto row = section.lookup(pc);
-        return row ? static_cast<std::uint64_t>(row->cfa.offset + row->ra.offset + row->fp.offset) : 0;
+        return row ? static_cast<std::uint64_t>(row->cfa.offset + row->ra.offset + row->fp.offset)
+                   : 0;
     };
     auto find_fre = [&](std::uint64_t pc) -> std::uint64_t {
         sframe_frame_row_entry fre;
-        if (sframe_find_fre(d, static_cast<std::int64_t>(pc - p.sframe_vaddr), &fre) == SFRAME_ERR) return 0;
+        if (sframe_find_fre(d, static_cast<std::int64_t>(pc - p.sframe_vaddr), &fre) == SFRAME_ERR)
+            return 0;
         return fre.fre_start_addr + fre.fre_info;
     };
     auto find_fre_offsets = [&](std::uint64_t pc) -> std::uint64_t {
         sframe_frame_row_entry fre;
-        if (sframe_find_fre(d, static_cast<std::int64_t>(pc - p.sframe_vaddr), &fre) == SFRAME_ERR) return 0;
+        if (sframe_find_fre(d, static_cast<std::int64_t>(pc - p.sframe_vaddr), &fre) == SFRAME_ERR)
+            return 0;
         int e = 0;
         const std::uint64_t base = sframe_fre_get_base_reg_id(&fre, &e);
         const auto cfa = sframe_fre_get_cfa_offset(d, &fre, SFRAME_FDE_TYPE_DEFAULT, &e);
@@ -215,7 +225,8 @@ int run(const Program& p, std::chrono::milliseconds budget) {
     const auto t1 = sfunwind::bench::time_pair(p.pcs, ours, find_fre, budget);
     const auto t2 = sfunwind::bench::time_pair(p.pcs, ours, find_fre_offsets, budget);
     const double ours_ns = std::min(t1.a_ns, t2.a_ns);
-    std::printf("  lookup at random PCs (best of %u rounds of %zu PCs):\n", t1.rounds + t2.rounds, p.pcs.size());
+    std::printf("  lookup at random PCs (best of %u rounds of %zu PCs):\n", t1.rounds + t2.rounds,
+                p.pcs.size());
     std::printf("    sfunwind Section::lookup (full Row)          %8.1f ns\n", ours_ns);
     std::printf("    libsframe sframe_find_fre                    %8.1f ns\n", t1.b_ns);
     std::printf("    libsframe sframe_find_fre + offset getters   %8.1f ns\n", t2.b_ns);
@@ -243,14 +254,16 @@ int run(const Program& p, std::chrono::milliseconds budget) {
         budget / 4);
     const auto fdes = static_cast<double>(section.fde_count());
     const auto ours_extra = static_cast<double>(section.extra_memory() + sizeof(sframe::Section));
-    std::printf("  open: sframe_decode %.1f us (%.3f ms/MB), Section::parse %.1f us (%.3f ms/MB)  [%s]\n",
-                decode_ns / 1e3, decode_ns / 1e6 / mb, parse_ns / 1e3, parse_ns / 1e6 / mb, p.name.c_str());
+    std::printf(
+        "  open: sframe_decode %.1f us (%.3f ms/MB), Section::parse %.1f us (%.3f ms/MB)  [%s]\n",
+        decode_ns / 1e3, decode_ns / 1e6 / mb, parse_ns / 1e3, parse_ns / 1e6 / mb, p.name.c_str());
     // libsframe keeps its own copy of the section; that copy is not
     // counted, as the caller's bytes are not counted for sfunwind.
     const bool copied = libsframe_heap >= p.sframe.size();
     const double theirs_extra =
         static_cast<double>(copied ? libsframe_heap - p.sframe.size() : libsframe_heap);
-    std::printf("  memory beyond the section bytes: libsframe %.1f B/FDE (heap %zu B%s), sfunwind %.1f B/FDE  [%s]\n",
+    std::printf("  memory beyond the section bytes: libsframe %.1f B/FDE (heap %zu B%s), sfunwind "
+                "%.1f B/FDE  [%s]\n",
                 theirs_extra / fdes, libsframe_heap, copied ? ", less its copy of the section" : "",
                 ours_extra / fdes, p.name.c_str());
     sframe_decoder_free(&d);
@@ -259,4 +272,6 @@ int run(const Program& p, std::chrono::milliseconds budget) {
 
 } // namespace
 
-int main(int argc, char** argv) { return sfunwind::bench::main_over_programs(argc, argv, run); }
+int main(int argc, char** argv) {
+    return sfunwind::bench::main_over_programs(argc, argv, run);
+}

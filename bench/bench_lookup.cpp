@@ -13,13 +13,11 @@
 //   SFUNWIND_LARGE_FIXTURES=DIR  read sections.json and the binaries from DIR
 #include "large_fixture.hpp"
 #include "sample_pcs.hpp"
-#include "shuffled_copy.hpp"
-
 #include "sfunwind/sframe/section.hpp"
 #include "sfunwind/sframe/validate.hpp"
+#include "shuffled_copy.hpp"
 
 #include <benchmark/benchmark.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -29,8 +27,8 @@
 
 namespace {
 
-using sfunwind::Error;
 using sfunwind::Errc;
+using sfunwind::Error;
 using sfunwind::Row;
 using sfunwind::Status;
 namespace sframe = sfunwind::sframe;
@@ -43,12 +41,12 @@ constexpr std::uint64_t pc_seed = 20261121;
 constexpr std::uint64_t shuffle_seed = 4242;
 
 struct Case {
-    std::string label;                // "sqlite3-gas-2.47 v3" or "... v3 shuffled"
-    std::vector<std::uint8_t> bytes;  // owned: the Section refers into them
+    std::string label;               // "sqlite3-gas-2.47 v3" or "... v3 shuffled"
+    std::vector<std::uint8_t> bytes; // owned: the Section refers into them
     std::uint64_t vaddr = 0;
     std::optional<sframe::Section> section;
     std::vector<std::uint64_t> pcs;
-    std::size_t problems = 0;         // validate()'s findings, reported as a counter
+    std::size_t problems = 0; // validate()'s findings, reported as a counter
 };
 
 std::vector<std::unique_ptr<Case>>& cases() {
@@ -78,9 +76,11 @@ Status check_rows(const Case& c) {
         const bool ok = row && row->pc_begin <= pc && pc < row->pc_end;
         if (ok) continue;
         if (++failures <= 5)
-            std::fprintf(stderr, "%s: PC %s: %s\n", c.label.c_str(), hex(pc).c_str(),
-                         row ? ("row [" + hex(row->pc_begin) + ", " + hex(row->pc_end) + ") misses it").c_str()
-                             : row.error().message().c_str());
+            std::fprintf(
+                stderr, "%s: PC %s: %s\n", c.label.c_str(), hex(pc).c_str(),
+                row ? ("row [" + hex(row->pc_begin) + ", " + hex(row->pc_end) + ") misses it")
+                          .c_str()
+                    : row.error().message().c_str());
     }
     if (failures != 0)
         return Error(Errc::NotFound, c.label + ": " + std::to_string(failures) + " of " +
@@ -93,28 +93,33 @@ Status check_rows(const Case& c) {
 bool same_row(const Row& a, const Row& b) {
     return a.pc_begin == b.pc_begin && a.pc_end == b.pc_end && a.func_start == b.func_start &&
            a.func_size == b.func_size && a.fre_index == b.fre_index && a.cfa.reg == b.cfa.reg &&
-           a.cfa.offset == b.cfa.offset && a.cfa.deref == b.cfa.deref && a.ra == b.ra && a.fp == b.fp &&
-           a.signal_frame == b.signal_frame && a.mangled_ra == b.mangled_ra && a.pauth_key_b == b.pauth_key_b &&
-           a.outermost == b.outermost && a.pc_mask == b.pc_mask && a.topmost_only == b.topmost_only;
+           a.cfa.offset == b.cfa.offset && a.cfa.deref == b.cfa.deref && a.ra == b.ra &&
+           a.fp == b.fp && a.signal_frame == b.signal_frame && a.mangled_ra == b.mangled_ra &&
+           a.pauth_key_b == b.pauth_key_b && a.outermost == b.outermost && a.pc_mask == b.pc_mask &&
+           a.topmost_only == b.topmost_only;
 }
 
 // The shuffled copy must be a faithful one: same rows for every drawn PC
 // (apart from the FDE's position), and really searched through the index.
 Status check_same_rows(const Case& original, const Case& copy) {
     if (copy.section->searches_in_place())
-        return Error(Errc::Malformed, copy.label + ": the shuffled copy is still searched in place");
+        return Error(Errc::Malformed,
+                     copy.label + ": the shuffled copy is still searched in place");
     if (copy.section->fde_count() != original.section->fde_count())
-        return Error(Errc::Malformed, copy.label + ": " + std::to_string(copy.section->fde_count()) +
+        return Error(Errc::Malformed, copy.label + ": " +
+                                          std::to_string(copy.section->fde_count()) +
                                           " FDEs, the original has " +
                                           std::to_string(original.section->fde_count()));
     for (const std::uint64_t pc : original.pcs) {
         auto want = original.section->lookup(pc);
         auto got = copy.section->lookup(pc);
         if (!want || !got)
-            return Error(Errc::NotFound, copy.label + ": no row for " + hex(pc) + " in one of the copies");
+            return Error(Errc::NotFound,
+                         copy.label + ": no row for " + hex(pc) + " in one of the copies");
         if (!same_row(*want, *got))
             return Error(Errc::Malformed, copy.label + ": PC " + hex(pc) + ": the original gives " +
-                                              sfunwind::describe(*want, original.section->abi()) + ", the copy " +
+                                              sfunwind::describe(*want, original.section->abi()) +
+                                              ", the copy " +
                                               sfunwind::describe(*got, copy.section->abi()));
     }
     return sfunwind::ok();
@@ -137,7 +142,8 @@ Status set_up(const std::string& dir) {
         auto shuffled = std::make_unique<Case>();
         shuffled->label = built->label + " shuffled";
         auto bytes = sfunwind::bench::shuffled_copy(*built->section, shuffle_seed);
-        if (!bytes) return Error(bytes.error().code(), shuffled->label + ": " + bytes.error().message());
+        if (!bytes)
+            return Error(bytes.error().code(), shuffled->label + ": " + bytes.error().message());
         shuffled->bytes = std::move(*bytes);
         shuffled->vaddr = built->vaddr;
         if (auto st = parse_into(*shuffled); !st) return st;
@@ -146,7 +152,8 @@ Status set_up(const std::string& dir) {
 
         for (Case* c : {built.get(), shuffled.get()}) {
             c->problems = sframe::validate(*c->section).size();
-            std::fprintf(stderr, "%-36s %7zu bytes  %5u FDEs  %6u FREs  %s  validate: %zu problems\n",
+            std::fprintf(stderr,
+                         "%-36s %7zu bytes  %5u FDEs  %6u FREs  %s  validate: %zu problems\n",
                          c->label.c_str(), c->bytes.size(), c->section->fde_count(),
                          c->section->header().num_fres,
                          c->section->searches_in_place() ? "in place " : "indexed  ", c->problems);
@@ -218,18 +225,18 @@ void bm_validate(benchmark::State& state, const Case& c) {
 void register_all() {
     for (const auto& owned : cases()) {
         const Case& c = *owned;
-        benchmark::RegisterBenchmark(("lookup/" + c.label).c_str(),
-                                     [&c](benchmark::State& s) { bm_lookup(s, c); })
-            ->Unit(benchmark::kNanosecond);
-        benchmark::RegisterBenchmark(("find_fde/" + c.label).c_str(),
-                                     [&c](benchmark::State& s) { bm_find_fde(s, c); })
-            ->Unit(benchmark::kNanosecond);
-        benchmark::RegisterBenchmark(("parse/" + c.label).c_str(),
-                                     [&c](benchmark::State& s) { bm_parse(s, c); })
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark(("validate/" + c.label).c_str(),
-                                     [&c](benchmark::State& s) { bm_validate(s, c); })
-            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(("lookup/" + c.label).c_str(), [&c](benchmark::State& s) {
+            bm_lookup(s, c);
+        })->Unit(benchmark::kNanosecond);
+        benchmark::RegisterBenchmark(("find_fde/" + c.label).c_str(), [&c](benchmark::State& s) {
+            bm_find_fde(s, c);
+        })->Unit(benchmark::kNanosecond);
+        benchmark::RegisterBenchmark(("parse/" + c.label).c_str(), [&c](benchmark::State& s) {
+            bm_parse(s, c);
+        })->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(("validate/" + c.label).c_str(), [&c](benchmark::State& s) {
+            bm_validate(s, c);
+        })->Unit(benchmark::kMicrosecond);
     }
 }
 

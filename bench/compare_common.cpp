@@ -18,8 +18,13 @@ Expected<std::unique_ptr<Program>> load_program(const std::string& path) {
     auto bytes = file->sframe_bytes(*where);
     if (!bytes) return Error(bytes.error().code(), path + ": " + bytes.error().message());
 
-    auto p = std::make_unique<Program>(Program{path, std::filesystem::path(path).filename().string(),
-                                               std::move(*file), {}, 0, std::nullopt, {}});
+    auto p = std::make_unique<Program>(Program{path,
+                                               std::filesystem::path(path).filename().string(),
+                                               std::move(*file),
+                                               {},
+                                               0,
+                                               std::nullopt,
+                                               {}});
     p->sframe.assign(bytes->begin(), bytes->end());
     p->sframe_vaddr = where->vaddr;
     auto section = sframe::Section::parse(p->sframe, p->sframe_vaddr);
@@ -34,8 +39,9 @@ Expected<std::unique_ptr<Program>> load_program(const std::string& path) {
 std::string describe_section(const sframe::Section& section, std::size_t bytes) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "SFrame v%u%s, %u FDEs, %u FREs, %zu bytes",
-                  static_cast<unsigned>(section.version()), section.header().sorted() ? " sorted" : " unsorted",
-                  section.fde_count(), section.header().num_fres, bytes);
+                  static_cast<unsigned>(section.version()),
+                  section.header().sorted() ? " sorted" : " unsorted", section.fde_count(),
+                  section.header().num_fres, bytes);
     return buf;
 }
 

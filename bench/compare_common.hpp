@@ -27,12 +27,12 @@ inline constexpr std::uint64_t compare_pc_seed = 20261121;
 
 struct Program {
     std::string path;
-    std::string name;                      // file name, for the report
+    std::string name; // file name, for the report
     elf::ElfFile file;
-    std::vector<std::uint8_t> sframe;      // .sframe bytes, copied (libsframe gets the same copy)
+    std::vector<std::uint8_t> sframe; // .sframe bytes, copied (libsframe gets the same copy)
     std::uint64_t sframe_vaddr = 0;
     std::optional<sframe::Section> section;
-    std::vector<std::uint64_t> pcs;        // link-time PCs inside the section's FDEs
+    std::vector<std::uint64_t> pcs; // link-time PCs inside the section's FDEs
 };
 
 // Reads the file, its .sframe section and draws the PCs. Errors name the file.
@@ -58,17 +58,19 @@ struct Timing {
 };
 
 template <typename A, typename B>
-Timing time_pair(const std::vector<std::uint64_t>& pcs, A&& a, B&& b, std::chrono::milliseconds budget,
-                 unsigned min_rounds = 7) {
+Timing time_pair(const std::vector<std::uint64_t>& pcs, A&& a, B&& b,
+                 std::chrono::milliseconds budget, unsigned min_rounds = 7) {
     using Clock = std::chrono::steady_clock;
     volatile std::uint64_t sink = 0;
     auto one_round = [&](auto& f) {
         std::uint64_t sum = 0;
         const auto t0 = Clock::now();
-        for (const std::uint64_t pc : pcs) sum += f(pc);
+        for (const std::uint64_t pc : pcs)
+            sum += f(pc);
         const auto t1 = Clock::now();
         sink = sink + sum;
-        return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(pcs.size());
+        return std::chrono::duration<double, std::nano>(t1 - t0).count() /
+               static_cast<double>(pcs.size());
     };
     // One untimed round each: caches, page faults, libdw's lazy tables.
     (void)one_round(a);
@@ -88,11 +90,13 @@ Timing time_pair(const std::vector<std::uint64_t>& pcs, A&& a, B&& b, std::chron
 }
 
 // Best-of-rounds time of one call of f(), in ns.
-template <typename F> double time_best(F&& f, std::chrono::milliseconds budget, unsigned min_rounds = 5) {
+template <typename F>
+double time_best(F&& f, std::chrono::milliseconds budget, unsigned min_rounds = 5) {
     using Clock = std::chrono::steady_clock;
     double best = 1e300;
     const auto end = Clock::now() + budget;
-    for (unsigned round = 0; round < min_rounds || (Clock::now() < end && round < 100000); ++round) {
+    for (unsigned round = 0; round < min_rounds || (Clock::now() < end && round < 100000);
+         ++round) {
         const auto t0 = Clock::now();
         f();
         const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();

@@ -4,17 +4,18 @@
 #include "sfunwind/elf/elf_file.hpp"
 #include "sfunwind/sframe/section.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace sfunwind::bench {
 namespace {
 
-Error mismatch(const std::string& file, const std::string& what, std::uint64_t got, std::uint64_t want) {
-    return Error(Errc::Malformed, file + ": " + what + " is " + std::to_string(got) + ", sections.json says " +
-                                      std::to_string(want) + " (rerun tests/fixtures/large/make.sh?)");
+Error mismatch(const std::string& file, const std::string& what, std::uint64_t got,
+               std::uint64_t want) {
+    return Error(Errc::Malformed, file + ": " + what + " is " + std::to_string(got) +
+                                      ", sections.json says " + std::to_string(want) +
+                                      " (rerun tests/fixtures/large/make.sh?)");
 }
 
 Expected<LargeSection> load_one(const std::filesystem::path& dir, const nlohmann::json& entry) {
@@ -41,10 +42,14 @@ Expected<LargeSection> load_one(const std::filesystem::path& dir, const nlohmann
     if (const auto want = json_section.at("size").get<std::uint64_t>(); out.bytes.size() != want)
         return mismatch(path, ".sframe size", out.bytes.size(), want);
     auto section = sframe::Section::parse(out.bytes, out.vaddr);
-    if (!section) return Error(section.error().code(), path + ": " + section.error().what(), section.error().where());
+    if (!section)
+        return Error(section.error().code(), path + ": " + section.error().what(),
+                     section.error().where());
     if (static_cast<unsigned>(section->version()) != out.version)
-        return mismatch(path, "SFrame version", static_cast<unsigned>(section->version()), out.version);
-    if (section->fde_count() != out.num_fdes) return mismatch(path, "FDE count", section->fde_count(), out.num_fdes);
+        return mismatch(path, "SFrame version", static_cast<unsigned>(section->version()),
+                        out.version);
+    if (section->fde_count() != out.num_fdes)
+        return mismatch(path, "FDE count", section->fde_count(), out.num_fdes);
     if (section->header().num_fres != out.num_fres)
         return mismatch(path, "FRE count", section->header().num_fres, out.num_fres);
     return out;

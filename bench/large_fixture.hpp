@@ -17,8 +17,8 @@ struct LargeSection {
     std::string name;                // file name, e.g. "sqlite3-gas-2.47"
     std::vector<std::uint8_t> bytes; // the .sframe section, copied out of the ELF file
     std::uint64_t vaddr = 0;
-    unsigned version = 0;            // as objdump printed it
-    std::uint32_t num_fdes = 0;      // as objdump printed it
+    unsigned version = 0;       // as objdump printed it
+    std::uint32_t num_fdes = 0; // as objdump printed it
     std::uint32_t num_fres = 0;
 };
 

@@ -27,7 +27,8 @@ Expected<sframe::FdeSpec> describe_fde(const sframe::Section& section, std::uint
     spec.fre_type = fde->fre_type;
     // The last FRE runs to the end of the function, or of the repeat block
     // for a PC-mask FDE (spec v3 section 2.3.3.1).
-    const std::uint64_t end = fde->pc_type == sframe::PcType::Mask && fde->rep_size != 0 ? fde->rep_size : fde->size;
+    const std::uint64_t end =
+        fde->pc_type == sframe::PcType::Mask && fde->rep_size != 0 ? fde->rep_size : fde->size;
     for (std::size_t k = 0; k < fres->size(); ++k) {
         const sframe::Fre& fre = (*fres)[k];
         const std::uint64_t next = k + 1 < fres->size() ? (*fres)[k + 1].start : end;
@@ -47,7 +48,8 @@ Expected<sframe::FdeSpec> describe_fde(const sframe::Section& section, std::uint
 
 } // namespace
 
-Expected<std::vector<std::uint8_t>> shuffled_copy(const sframe::Section& section, std::uint64_t seed) {
+Expected<std::vector<std::uint8_t>> shuffled_copy(const sframe::Section& section,
+                                                  std::uint64_t seed) {
     const sframe::Header& h = section.header();
     sframe::WriterOptions options;
     options.version = h.version;
@@ -70,7 +72,8 @@ Expected<std::vector<std::uint8_t>> shuffled_copy(const sframe::Section& section
     std::shuffle(fdes.begin(), fdes.end(), rng);
 
     sframe::Writer writer(options);
-    for (auto& f : fdes) writer.add(std::move(f));
+    for (auto& f : fdes)
+        writer.add(std::move(f));
     return writer.write();
 }
 

@@ -18,6 +18,7 @@ namespace sfunwind::bench {
 // passed to the Writer as the decoder read them (Section::row), so the copy
 // gives the same rows; an error when any FDE or FRE cannot be decoded or
 // written back.
-Expected<std::vector<std::uint8_t>> shuffled_copy(const sframe::Section& section, std::uint64_t seed);
+Expected<std::vector<std::uint8_t>> shuffled_copy(const sframe::Section& section,
+                                                  std::uint64_t seed);
 
 } // namespace sfunwind::bench

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "commands.hpp"
 #include "options.hpp"
-
 #include "sfunwind/sframe/dump.hpp"
 
 #include <cstdio>
@@ -34,9 +33,14 @@ int run_dump(const Args& args) {
             continue;
         }
         const Input& input = **in;
-        if (input.elf) std::printf("\n%s:     file format %s\n\n", path.c_str(), bfd_target_name(*input.elf).c_str());
+        if (input.elf)
+            std::printf("\n%s:     file format %s\n\n", path.c_str(),
+                        bfd_target_name(*input.elf).c_str());
         sframe::DumpOptions d;
-        if (input.where) d.section_name = input.where->how == elf::SframeLocation::How::Segment ? ".sframe" : input.where->name;
+        if (input.where)
+            d.section_name = input.where->how == elf::SframeLocation::How::Segment
+                                 ? ".sframe"
+                                 : input.where->name;
         std::fputs(sframe::dump(*input.section, d).c_str(), stdout);
     }
     return status;

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "commands.hpp"
 #include "options.hpp"
-
 #include "sfunwind/row.hpp"
 
 #include <cinttypes>
@@ -51,10 +50,11 @@ int run_lookup(const Args& args) {
                     std::snprintf(b, sizeof b, "%" PRIx64, *pc - sym->value);
                     return std::string(b);
                 }() + ">";
-        std::printf("0x%" PRIx64 "%s: FDE %u [0x%" PRIx64 ", 0x%" PRIx64 ") FRE %u [0x%" PRIx64 ", 0x%" PRIx64
-                    "): %s\n",
-                    *pc, where.c_str(), row->fde_index, row->func_start, row->func_start + row->func_size,
-                    row->fre_index, row->pc_begin, row->pc_end, describe(*row, input.section->abi()).c_str());
+        std::printf("0x%" PRIx64 "%s: FDE %u [0x%" PRIx64 ", 0x%" PRIx64 ") FRE %u [0x%" PRIx64
+                    ", 0x%" PRIx64 "): %s\n",
+                    *pc, where.c_str(), row->fde_index, row->func_start,
+                    row->func_start + row->func_size, row->fre_index, row->pc_begin, row->pc_end,
+                    describe(*row, input.section->abi()).c_str());
     }
     return status;
 }

@@ -2,7 +2,6 @@
 // `sfunwind tbtab`: PowerPC64 traceback tables (64-bit PowerPC ELF ABI 3.3).
 #include "commands.hpp"
 #include "input.hpp"
-
 #include "sfunwind/cfi/cfi_table.hpp"
 #include "sfunwind/elf/elf_file.hpp"
 #include "sfunwind/ppc64/cfi_check.hpp"
@@ -16,7 +15,8 @@
 namespace sfunwind::cli {
 
 namespace {
-constexpr const char* help = R"(usage: sfunwind tbtab [--json] [--scan] [--rows] [--check [--equivalent]] FILE [PC...]
+constexpr const char* help =
+    R"(usage: sfunwind tbtab [--json] [--scan] [--rows] [--check [--equivalent]] FILE [PC...]
 
 Print the traceback tables of a 64-bit PowerPC ELF file (big-endian ELFv1 or
 little-endian ELFv2): for each function, where its table is, where the
@@ -70,7 +70,9 @@ std::string parameters(const ppc64::TracebackTable& t) {
     int bit = 31;
     auto add = [&out](const char* p) { out += out.empty() ? p : std::string(", ") + p; };
     while (fixed + floating > 0 && bit >= 0) {
-        const auto at = [&](int b) { return ((*t.parminfo >> static_cast<unsigned>(b)) & 1U) != 0; };
+        const auto at = [&](int b) {
+            return ((*t.parminfo >> static_cast<unsigned>(b)) & 1U) != 0;
+        };
         if (!at(bit)) {
             if (fixed == 0) break;
             --fixed;
@@ -96,18 +98,24 @@ std::string function_name(const ppc64::FoundTable& f) {
 void print_text(const ppc64::FoundTable& f) {
     const auto& t = f.table;
     std::printf("table %s size %u function %s (%s) <%s>\n", to_hex(t.address).c_str(), t.size,
-                f.function_start ? to_hex(*f.function_start).c_str() : "?", ppc64::to_string(f.start_source),
-                function_name(f).c_str());
-    std::printf("  version=%u lang=%u (%s)%s\n", t.version, t.lang, ppc64::language_name(t.lang).c_str(),
-                t.mandatory_reversed ? " mandatory fields byte-reversed (glibc powerpc64le .quad)" : "");
-    std::printf("  globalink=%d is_eprol=%d has_tboff=%d int_proc=%d has_ctl=%d tocless=%d fp_present=%d "
-                "log_abort=%d\n",
-                t.globalink, t.is_eprol, t.has_tboff, t.int_proc, t.has_ctl, t.tocless, t.fp_present, t.log_abort);
-    std::printf("  int_handl=%d name_present=%d uses_alloca=%d cl_dis_inv=%u saves_cr=%d saves_lr=%d\n", t.int_handl,
-                t.name_present, t.uses_alloca, t.cl_dis_inv, t.saves_cr, t.saves_lr);
-    std::printf("  stores_bc=%d fixup=%d fp_saved=%u spare3=%u gpr_saved=%u fixedparms=%u floatparms=%u "
-                "parmsonstk=%d\n",
-                t.stores_bc, t.fixup, t.fp_saved, t.spare3, t.gpr_saved, t.fixedparms, t.floatparms, t.parmsonstk);
+                f.function_start ? to_hex(*f.function_start).c_str() : "?",
+                ppc64::to_string(f.start_source), function_name(f).c_str());
+    std::printf(
+        "  version=%u lang=%u (%s)%s\n", t.version, t.lang, ppc64::language_name(t.lang).c_str(),
+        t.mandatory_reversed ? " mandatory fields byte-reversed (glibc powerpc64le .quad)" : "");
+    std::printf(
+        "  globalink=%d is_eprol=%d has_tboff=%d int_proc=%d has_ctl=%d tocless=%d fp_present=%d "
+        "log_abort=%d\n",
+        t.globalink, t.is_eprol, t.has_tboff, t.int_proc, t.has_ctl, t.tocless, t.fp_present,
+        t.log_abort);
+    std::printf(
+        "  int_handl=%d name_present=%d uses_alloca=%d cl_dis_inv=%u saves_cr=%d saves_lr=%d\n",
+        t.int_handl, t.name_present, t.uses_alloca, t.cl_dis_inv, t.saves_cr, t.saves_lr);
+    std::printf(
+        "  stores_bc=%d fixup=%d fp_saved=%u spare3=%u gpr_saved=%u fixedparms=%u floatparms=%u "
+        "parmsonstk=%d\n",
+        t.stores_bc, t.fixup, t.fp_saved, t.spare3, t.gpr_saved, t.fixedparms, t.floatparms,
+        t.parmsonstk);
     std::string opt;
     if (t.parminfo) opt += " parminfo=" + to_hex(*t.parminfo) + " (" + parameters(t) + ")";
     if (t.tb_offset) opt += " tb_offset=" + to_hex(*t.tb_offset);
@@ -128,7 +136,8 @@ std::string table_json(const ppc64::FoundTable& f) {
     auto b = [](bool v) { return v ? std::string("true") : std::string("false"); };
     auto u = [](unsigned v) { return std::to_string(v); };
     std::string s = "{\"address\": " + json_string(to_hex(t.address)) + ", \"size\": " + u(t.size);
-    s += ", \"function_start\": " + (f.function_start ? json_string(to_hex(*f.function_start)) : std::string("null"));
+    s += ", \"function_start\": " +
+         (f.function_start ? json_string(to_hex(*f.function_start)) : std::string("null"));
     s += ", \"start_from\": " + json_string(ppc64::to_string(f.start_source));
     s += ", \"symbols\": [";
     if (f.function != nullptr)
@@ -136,15 +145,17 @@ std::string table_json(const ppc64::FoundTable& f) {
             s += (i ? ", " : "") + json_string(f.function->names[i]);
     s += "], \"version\": " + u(t.version) + ", \"lang\": " + u(t.lang) +
          ", \"language\": " + json_string(ppc64::language_name(t.lang));
-    s += ", \"globalink\": " + b(t.globalink) + ", \"is_eprol\": " + b(t.is_eprol) + ", \"has_tboff\": " +
-         b(t.has_tboff) + ", \"int_proc\": " + b(t.int_proc) + ", \"has_ctl\": " + b(t.has_ctl) +
-         ", \"tocless\": " + b(t.tocless) + ", \"fp_present\": " + b(t.fp_present) + ", \"log_abort\": " +
-         b(t.log_abort) + ", \"int_handl\": " + b(t.int_handl) + ", \"name_present\": " + b(t.name_present) +
+    s += ", \"globalink\": " + b(t.globalink) + ", \"is_eprol\": " + b(t.is_eprol) +
+         ", \"has_tboff\": " + b(t.has_tboff) + ", \"int_proc\": " + b(t.int_proc) +
+         ", \"has_ctl\": " + b(t.has_ctl) + ", \"tocless\": " + b(t.tocless) +
+         ", \"fp_present\": " + b(t.fp_present) + ", \"log_abort\": " + b(t.log_abort) +
+         ", \"int_handl\": " + b(t.int_handl) + ", \"name_present\": " + b(t.name_present) +
          ", \"uses_alloca\": " + b(t.uses_alloca) + ", \"cl_dis_inv\": " + u(t.cl_dis_inv) +
-         ", \"saves_cr\": " + b(t.saves_cr) + ", \"saves_lr\": " + b(t.saves_lr) + ", \"stores_bc\": " +
-         b(t.stores_bc) + ", \"fixup\": " + b(t.fixup) + ", \"fp_saved\": " + u(t.fp_saved) +
-         ", \"spare3\": " + u(t.spare3) + ", \"gpr_saved\": " + u(t.gpr_saved) + ", \"fixedparms\": " +
-         u(t.fixedparms) + ", \"floatparms\": " + u(t.floatparms) + ", \"parmsonstk\": " + b(t.parmsonstk);
+         ", \"saves_cr\": " + b(t.saves_cr) + ", \"saves_lr\": " + b(t.saves_lr) +
+         ", \"stores_bc\": " + b(t.stores_bc) + ", \"fixup\": " + b(t.fixup) +
+         ", \"fp_saved\": " + u(t.fp_saved) + ", \"spare3\": " + u(t.spare3) +
+         ", \"gpr_saved\": " + u(t.gpr_saved) + ", \"fixedparms\": " + u(t.fixedparms) +
+         ", \"floatparms\": " + u(t.floatparms) + ", \"parmsonstk\": " + b(t.parmsonstk);
     s += ", \"parminfo\": " + (t.parminfo ? std::to_string(*t.parminfo) : std::string("null"));
     s += ", \"parameters\": " + (t.parminfo ? json_string(parameters(t)) : std::string("null"));
     s += ", \"tb_offset\": " + (t.tb_offset ? std::to_string(*t.tb_offset) : std::string("null"));
@@ -154,40 +165,52 @@ std::string table_json(const ppc64::FoundTable& f) {
     for (std::size_t i = 0; i < t.ctl_info_disp.size(); ++i)
         s += (i ? ", " : "") + std::to_string(t.ctl_info_disp[i]);
     s += "], \"name\": " + (t.name ? json_string(*t.name) : std::string("null"));
-    s += ", \"alloca_reg\": " + (t.alloca_reg ? std::to_string(*t.alloca_reg) : std::string("null"));
+    s +=
+        ", \"alloca_reg\": " + (t.alloca_reg ? std::to_string(*t.alloca_reg) : std::string("null"));
     s += ", \"mandatory_reversed\": " + b(t.mandatory_reversed) + "}";
     return s;
 }
 
 const char* origin_name(ppc64::FrameAnalysis::Origin o) {
     switch (o) {
-    case ppc64::FrameAnalysis::Origin::Code: return "code";
-    case ppc64::FrameAnalysis::Origin::Indirect: return "code via bctr";
-    case ppc64::FrameAnalysis::Origin::Unreached: return "table";
-    case ppc64::FrameAnalysis::Origin::Conflict: return "table (conflict)";
-    case ppc64::FrameAnalysis::Origin::Data: return "jump table data";
-    case ppc64::FrameAnalysis::Origin::Padding: return "padding";
+    case ppc64::FrameAnalysis::Origin::Code:
+        return "code";
+    case ppc64::FrameAnalysis::Origin::Indirect:
+        return "code via bctr";
+    case ppc64::FrameAnalysis::Origin::Unreached:
+        return "table";
+    case ppc64::FrameAnalysis::Origin::Conflict:
+        return "table (conflict)";
+    case ppc64::FrameAnalysis::Origin::Data:
+        return "jump table data";
+    case ppc64::FrameAnalysis::Origin::Padding:
+        return "padding";
     }
     return "?";
 }
 
 std::string row_text(const ppc64::RowDetail& d, const Abi& abi) {
-    return "[" + to_hex(d.row.pc_begin) + ", " + to_hex(d.row.pc_end) + ") " + describe(d.row, abi) + " (from " +
-           origin_name(d.origin) + ")";
+    return "[" + to_hex(d.row.pc_begin) + ", " + to_hex(d.row.pc_end) + ") " +
+           describe(d.row, abi) + " (from " + origin_name(d.origin) + ")";
 }
 
 std::string row_json(const ppc64::RowDetail& d, const Abi& abi) {
-    return "{\"begin\": " + json_string(to_hex(d.row.pc_begin)) + ", \"end\": " + json_string(to_hex(d.row.pc_end)) +
-           ", \"rules\": " + json_string(describe(d.row, abi)) + ", \"from\": " + json_string(origin_name(d.origin)) +
-           "}";
+    return "{\"begin\": " + json_string(to_hex(d.row.pc_begin)) +
+           ", \"end\": " + json_string(to_hex(d.row.pc_end)) +
+           ", \"rules\": " + json_string(describe(d.row, abi)) +
+           ", \"from\": " + json_string(origin_name(d.origin)) + "}";
 }
 
 const char* verdict_name(ppc64::CfiCheckEntry::Verdict v) {
     switch (v) {
-    case ppc64::CfiCheckEntry::Verdict::Same: return "same";
-    case ppc64::CfiCheckEntry::Verdict::Equivalent: return "equivalent";
-    case ppc64::CfiCheckEntry::Verdict::Different: return "different";
-    case ppc64::CfiCheckEntry::Verdict::Outermost: return "outermost";
+    case ppc64::CfiCheckEntry::Verdict::Same:
+        return "same";
+    case ppc64::CfiCheckEntry::Verdict::Equivalent:
+        return "equivalent";
+    case ppc64::CfiCheckEntry::Verdict::Different:
+        return "different";
+    case ppc64::CfiCheckEntry::Verdict::Outermost:
+        return "outermost";
     }
     return "?";
 }
@@ -251,12 +274,14 @@ int lookup_pcs(const ppc64::TracebackIndex& index, const Options& o) {
             continue;
         }
         if (o.json)
-            json += std::string(i ? ", " : "") + "{\"pc\": " + json_string(to_hex(pc)) + ", \"function\": " +
-                    json_string(function_name(d->found)) + ", \"table\": " + json_string(to_hex(d->found.table.address)) +
+            json += std::string(i ? ", " : "") + "{\"pc\": " + json_string(to_hex(pc)) +
+                    ", \"function\": " + json_string(function_name(d->found)) +
+                    ", \"table\": " + json_string(to_hex(d->found.table.address)) +
                     ", \"row\": " + row_json(*d, index.abi()) + "}";
         else
-            std::printf("%s <%s>: table %s, rows %s\n", to_hex(pc).c_str(), function_name(d->found).c_str(),
-                        to_hex(d->found.table.address).c_str(), row_text(*d, index.abi()).c_str());
+            std::printf("%s <%s>: table %s, rows %s\n", to_hex(pc).c_str(),
+                        function_name(d->found).c_str(), to_hex(d->found.table.address).c_str(),
+                        row_text(*d, index.abi()).c_str());
     }
     if (o.json) std::printf("%s]\n", json.c_str());
     return status;
@@ -306,9 +331,11 @@ int run_tbtab(const Args& args) {
     }
 
     if (o->json) {
-        std::string s = "{\"file\": " + json_string(o->path) + ", \"abi\": " + json_string(std::string(abi.name)) +
+        std::string s = "{\"file\": " + json_string(o->path) +
+                        ", \"abi\": " + json_string(std::string(abi.name)) +
                         ", \"descriptors\": " + (index->uses_descriptors() ? "true" : "false") +
-                        ", \"found_by\": " + json_string(o->scan ? "scan" : "symbols") + ", \"tables\": [";
+                        ", \"found_by\": " + json_string(o->scan ? "scan" : "symbols") +
+                        ", \"tables\": [";
         for (std::size_t i = 0; i < listing.tables.size(); ++i) {
             std::string t = table_json(listing.tables[i]);
             if (o->rows) {
@@ -325,12 +352,14 @@ int run_tbtab(const Args& args) {
         for (std::size_t i = 0; i < listing.problems.size(); ++i)
             s += (i ? ", " : "") + json_string(listing.problems[i].message());
         s += "], \"summary\": {\"tables\": " + std::to_string(listing.tables.size()) +
-             ", \"with_tb_offset\": " + std::to_string(with_tboff) + ", \"with_name\": " + std::to_string(with_name) +
+             ", \"with_tb_offset\": " + std::to_string(with_tboff) +
+             ", \"with_name\": " + std::to_string(with_name) +
              ", \"problems\": " + std::to_string(listing.problems.size()) + "}";
         if (check) {
             s += ", \"check\": {\"functions\": " + std::to_string(check->functions) +
                  ", \"instructions\": " + std::to_string(check->instructions) +
-                 ", \"same\": " + std::to_string(check->same) + ", \"equivalent\": " + std::to_string(check->equivalent) +
+                 ", \"same\": " + std::to_string(check->same) +
+                 ", \"equivalent\": " + std::to_string(check->equivalent) +
                  ", \"different\": " + std::to_string(check->different) +
                  ", \"outermost\": " + std::to_string(check->outermost) +
                  ", \"unanalysed\": " + std::to_string(check->unanalysed) +
@@ -338,8 +367,9 @@ int run_tbtab(const Args& args) {
                  ", \"without_cfi\": " + std::to_string(check->without_cfi) + ", \"entries\": [";
             for (std::size_t i = 0; i < check->entries.size(); ++i) {
                 const auto& e = check->entries[i];
-                s += std::string(i ? ", " : "") + "{\"pc\": " + json_string(to_hex(e.pc)) + ", \"function\": " +
-                     json_string(e.function) + ", \"verdict\": " + json_string(verdict_name(e.verdict)) +
+                s += std::string(i ? ", " : "") + "{\"pc\": " + json_string(to_hex(e.pc)) +
+                     ", \"function\": " + json_string(e.function) +
+                     ", \"verdict\": " + json_string(verdict_name(e.verdict)) +
                      ", \"message\": " + json_string(e.message) + "}";
             }
             s += "]}";
@@ -347,7 +377,8 @@ int run_tbtab(const Args& args) {
         std::printf("%s}\n", s.c_str());
     } else {
         std::printf("%s: %s, %s\n", o->path.c_str(), std::string(abi.name).c_str(),
-                    index->uses_descriptors() ? "ELFv1 function descriptors" : "no function descriptors");
+                    index->uses_descriptors() ? "ELFv1 function descriptors"
+                                              : "no function descriptors");
         for (const auto& f : listing.tables) {
             print_text(f);
             if (o->rows) {
@@ -361,18 +392,21 @@ int run_tbtab(const Args& args) {
         }
         for (const auto& p : listing.problems)
             std::printf("problem: %s\n", p.message().c_str());
-        std::printf("%zu tables (%" PRIu64 " with tb_offset, %" PRIu64 " with a name) found by %s; %zu problems\n",
-                    listing.tables.size(), with_tboff, with_name, o->scan ? "scanning the code" : "symbol",
-                    listing.problems.size());
+        std::printf("%zu tables (%" PRIu64 " with tb_offset, %" PRIu64
+                    " with a name) found by %s; %zu problems\n",
+                    listing.tables.size(), with_tboff, with_name,
+                    o->scan ? "scanning the code" : "symbol", listing.problems.size());
         if (check) {
             for (const auto& e : check->entries)
-                std::printf("%s %s <%s>: %s\n", verdict_name(e.verdict), to_hex(e.pc).c_str(), e.function.c_str(),
-                            e.message.c_str());
-            std::printf("check against CFI: %" PRIu64 " functions, %" PRIu64 " instructions: %" PRIu64
-                        " same, %" PRIu64 " equivalent, %" PRIu64 " different, %" PRIu64 " outermost, %" PRIu64
-                        " not analysed (%" PRIu64 " of them different); %" PRIu64 " instructions without CFI\n",
-                        check->functions, check->instructions, check->same, check->equivalent, check->different,
-                        check->outermost, check->unanalysed, check->unanalysed_different, check->without_cfi);
+                std::printf("%s %s <%s>: %s\n", verdict_name(e.verdict), to_hex(e.pc).c_str(),
+                            e.function.c_str(), e.message.c_str());
+            std::printf("check against CFI: %" PRIu64 " functions, %" PRIu64
+                        " instructions: %" PRIu64 " same, %" PRIu64 " equivalent, %" PRIu64
+                        " different, %" PRIu64 " outermost, %" PRIu64 " not analysed (%" PRIu64
+                        " of them different); %" PRIu64 " instructions without CFI\n",
+                        check->functions, check->instructions, check->same, check->equivalent,
+                        check->different, check->outermost, check->unanalysed,
+                        check->unanalysed_different, check->without_cfi);
         }
     }
     return check && check->different > 0 ? exit_finding : exit_ok;

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "commands.hpp"
 #include "options.hpp"
-
 #include "sfunwind/sframe/validate.hpp"
 
-#include <cinttypes>
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 
 namespace sfunwind::cli {
@@ -48,16 +47,17 @@ int run_validate(const Args& args) {
             const bool is_error = p.severity == sframe::Problem::Severity::Error;
             errors += is_error ? 1 : 0;
             if (p.offset == no_offset)
-                std::printf("%s: %s: %s: %s\n", path.c_str(), name.c_str(), is_error ? "error" : "warning",
-                            p.message.c_str());
+                std::printf("%s: %s: %s: %s\n", path.c_str(), name.c_str(),
+                            is_error ? "error" : "warning", p.message.c_str());
             else
                 std::printf("%s: %s+0x%" PRIx64 ": %s: %s\n", path.c_str(), name.c_str(), p.offset,
                             is_error ? "error" : "warning", p.message.c_str());
         }
         const auto& h = input.section->header();
-        std::printf("%s: SFrame v%u, %s, %u FDEs, %u FREs: %zu error(s), %zu warning(s)\n", path.c_str(),
-                    static_cast<unsigned>(h.version), std::string(input.section->abi().name).c_str(), h.num_fdes,
-                    h.num_fres, errors, problems.size() - errors);
+        std::printf("%s: SFrame v%u, %s, %u FDEs, %u FREs: %zu error(s), %zu warning(s)\n",
+                    path.c_str(), static_cast<unsigned>(h.version),
+                    std::string(input.section->abi().name).c_str(), h.num_fdes, h.num_fres, errors,
+                    problems.size() - errors);
         if (errors > 0 && status == exit_ok) status = exit_finding;
     }
     return status;

@@ -42,10 +42,14 @@ std::string bfd_target_name(const elf::ElfFile& file) {
     if (!abi) return "elf64-unknown";
     const bool big = abi->order == ByteOrder::Big;
     switch (abi->arch) {
-    case Arch::X86_64: return "elf64-x86-64";
-    case Arch::AArch64: return big ? "elf64-bigaarch64" : "elf64-littleaarch64";
-    case Arch::S390x: return "elf64-s390";
-    case Arch::Ppc64: return big ? "elf64-powerpc" : "elf64-powerpcle";
+    case Arch::X86_64:
+        return "elf64-x86-64";
+    case Arch::AArch64:
+        return big ? "elf64-bigaarch64" : "elf64-littleaarch64";
+    case Arch::S390x:
+        return "elf64-s390";
+    case Arch::Ppc64:
+        return big ? "elf64-powerpc" : "elf64-powerpcle";
     }
     return "elf64-unknown";
 }

@@ -57,8 +57,8 @@ inline std::optional<CommonOptions> parse_common(const Args& args, const char* c
 // The common head of a command over files: parses the shared options, prints
 // `help` for --help (exit 0) or when fewer than `min_files` are given (exit 2).
 // Returns the options to go on with, or the exit status to return.
-inline std::variant<CommonOptions, int> begin_command(const Args& args, const char* command, const char* help,
-                                                      std::size_t min_files = 1) {
+inline std::variant<CommonOptions, int> begin_command(const Args& args, const char* command,
+                                                      const char* help, std::size_t min_files = 1) {
     auto o = parse_common(args, command);
     if (!o) return exit_usage;
     if (o->help) {

@@ -2,7 +2,6 @@
 #include "bt_command.hpp"
 
 #include "commands.hpp"
-
 #include "core_file.hpp"
 #include "dwfl_session.hpp"
 #include "options.hpp"
@@ -10,11 +9,10 @@
 #include "process_memory.hpp"
 #include "registers.hpp"
 #include "report.hpp"
+#include "sfunwind/unwind/backtrace.hpp"
 #include "target_modules.hpp"
 #include "thread_walk.hpp"
 #include "traced_process.hpp"
-
-#include "sfunwind/unwind/backtrace.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -39,15 +37,22 @@ std::string siginfo_detail(const StopEvent& e) {
     const siginfo_t& si = e.siginfo;
     const std::string from = "from pid " + std::to_string(si.si_pid);
     switch (si.si_code) {
-    case SI_USER: return "sent by kill() " + from;
-    case SI_TKILL: return "sent by tgkill() " + from;
-    case SI_QUEUE: return "sent by sigqueue() " + from;
-    case SI_KERNEL: return "sent by the kernel";
-    default: break;
+    case SI_USER:
+        return "sent by kill() " + from;
+    case SI_TKILL:
+        return "sent by tgkill() " + from;
+    case SI_QUEUE:
+        return "sent by sigqueue() " + from;
+    case SI_KERNEL:
+        return "sent by the kernel";
+    default:
+        break;
     }
     const auto addr = reinterpret_cast<std::uintptr_t>(si.si_addr);
-    if (e.signal == SIGSEGV && si.si_code == SEGV_MAPERR) return "SEGV_MAPERR, address " + to_hex(addr);
-    if (e.signal == SIGSEGV && si.si_code == SEGV_ACCERR) return "SEGV_ACCERR, address " + to_hex(addr);
+    if (e.signal == SIGSEGV && si.si_code == SEGV_MAPERR)
+        return "SEGV_MAPERR, address " + to_hex(addr);
+    if (e.signal == SIGSEGV && si.si_code == SEGV_ACCERR)
+        return "SEGV_ACCERR, address " + to_hex(addr);
     if (e.signal == SIGSEGV || e.signal == SIGBUS || e.signal == SIGILL || e.signal == SIGFPE)
         return "code " + std::to_string(si.si_code) + ", address " + to_hex(addr);
     return "code " + std::to_string(si.si_code);
@@ -71,26 +76,32 @@ void walk(ThreadWalk& t, const ThreadRegisters& regs, const Abi& abi, const Modu
     t.end = classify(t.sframe, modules, t.end_message);
 }
 
-void compare_all(std::vector<ThreadWalk>& threads, DwflSession& session, const Abi& abi, const BtOptions& o) {
+void compare_all(std::vector<ThreadWalk>& threads, DwflSession& session, const Abi& abi,
+                 const BtOptions& o) {
     auto cfi = session.unwind_all(abi, o.max_frames);
     for (auto& t : threads) {
         if (!t.error.empty()) continue;
         auto it = cfi.find(t.tid);
         // A thread libdwfl does not list has an empty CFI backtrace: every
         // SFrame frame is then a difference.
-        t.cfi = it != cfi.end() ? std::move(it->second) : CfiBacktrace{{}, "libdwfl does not list this thread"};
+        t.cfi = it != cfi.end() ? std::move(it->second)
+                                : CfiBacktrace{{}, "libdwfl does not list this thread"};
         t.comparison = compare(t.sframe, t.end == WalkEnd::Outermost, *t.cfi, abi);
     }
 }
 
 int finish(Report& report, const BtOptions& o, const std::string& compare_error) {
     bool passed = !report.threads.empty() && compare_error.empty();
-    for (const auto& t : report.threads) passed = passed && t.passed(o.require_complete);
+    for (const auto& t : report.threads)
+        passed = passed && t.passed(o.require_complete);
     report.exit_status = passed ? exit_ok : exit_finding;
-    if (o.json) print_json(report, stdout);
-    else print_text(report, stdout);
+    if (o.json)
+        print_json(report, stdout);
+    else
+        print_text(report, stdout);
     std::fflush(stdout);
-    if (!compare_error.empty()) std::fprintf(stderr, "sfunwind bt: cannot compare with CFI: %s\n", compare_error.c_str());
+    if (!compare_error.empty())
+        std::fprintf(stderr, "sfunwind bt: cannot compare with CFI: %s\n", compare_error.c_str());
     if (report.threads.empty()) std::fprintf(stderr, "sfunwind bt: no thread could be stopped\n");
     return report.exit_status;
 }
@@ -109,9 +120,11 @@ int run_live(const BtOptions& o) {
         proc->stop_all(stop.tid);
         report.kind = "program";
         if (stop.timed_out)
-            report.stop = "no stop signal within " + std::to_string(o.timeout_seconds) + " s; interrupted every thread";
+            report.stop = "no stop signal within " + std::to_string(o.timeout_seconds) +
+                          " s; interrupted every thread";
         else
-            report.stop = "stopped by " + signal_name(stop.signal) + " in thread " + std::to_string(stop.tid);
+            report.stop =
+                "stopped by " + signal_name(stop.signal) + " in thread " + std::to_string(stop.tid);
     } else {
         auto attached = TracedProcess::attach(o.pid);
         if (!attached) return fail(attached.error().message(), exit_usage);
@@ -121,7 +134,9 @@ int run_live(const BtOptions& o) {
     }
     const pid_t pid = proc->pid();
     const auto tids = proc->threads(stop.tid);
-    if (tids.empty()) return fail("process " + std::to_string(pid) + ": no thread could be stopped", exit_finding);
+    if (tids.empty())
+        return fail("process " + std::to_string(pid) + ": no thread could be stopped",
+                    exit_finding);
     report.program = proc->program();
     report.pid = pid;
 
@@ -130,7 +145,9 @@ int run_live(const BtOptions& o) {
     ProcessMemory memory(pid, tids.front());
     const TargetModules modules = modules_from_maps(pid, *maps, memory);
     const std::optional<Abi> abi = abi_of(modules);
-    if (!abi) return fail("process " + std::to_string(pid) + ": no module with a supported ABI", exit_finding);
+    if (!abi)
+        return fail("process " + std::to_string(pid) + ": no module with a supported ABI",
+                    exit_finding);
     const ModuleSet set = modules.sframe_modules();
     report.abi = *abi;
     report.modules = &modules;
@@ -145,8 +162,10 @@ int run_live(const BtOptions& o) {
             t.stop_detail = siginfo_detail(stop);
         }
         auto regs = read_thread_registers(tid);
-        if (!regs) t.error = regs.error().message();
-        else walk(t, *regs, *abi, set, modules, memory, o);
+        if (!regs)
+            t.error = regs.error().message();
+        else
+            walk(t, *regs, *abi, set, modules, memory, o);
         report.threads.push_back(std::move(t));
     }
 
@@ -174,7 +193,10 @@ int run_core(const BtOptions& o) {
     DwflSession& dwfl = **session;
     const TargetModules modules = dwfl.modules();
     const std::optional<Abi> abi = abi_of(modules);
-    if (!abi) return fail(o.core_path + ": no module with a supported ABI (is " + o.exe_path + " the program that dumped it?)", exit_usage);
+    if (!abi)
+        return fail(o.core_path + ": no module with a supported ABI (is " + o.exe_path +
+                        " the program that dumped it?)",
+                    exit_usage);
     auto threads = dwfl.threads();
     if (!threads) return fail(o.core_path + ": " + threads.error().message(), exit_usage);
 
@@ -191,7 +213,8 @@ int run_core(const BtOptions& o) {
     const auto& notes = (*core)->threads();
     const pid_t first = notes.empty() ? 0 : notes.front().tid;
     const int first_signal = notes.empty() ? 0 : notes.front().signal;
-    report.stop = first_signal != 0 ? "dumped at " + signal_name(first_signal) + " in thread " + std::to_string(first)
+    report.stop = first_signal != 0 ? "dumped at " + signal_name(first_signal) + " in thread " +
+                                          std::to_string(first)
                                     : "no signal recorded";
 
     const ModuleSet set = modules.sframe_modules();
@@ -205,8 +228,10 @@ int run_core(const BtOptions& o) {
         ThreadWalk t;
         t.tid = ct.tid;
         if (ct.tid == first) t.signal = first_signal;
-        if (!ct.regs) t.error = "no registers in " + o.core_path + ": " + ct.error;
-        else walk(t, *ct.regs, *abi, set, modules, **core, o);
+        if (!ct.regs)
+            t.error = "no registers in " + o.core_path + ": " + ct.error;
+        else
+            walk(t, *ct.regs, *abi, set, modules, **core, o);
         report.threads.push_back(std::move(t));
     }
     if (o.compare_cfi) compare_all(report.threads, dwfl, *abi, o);

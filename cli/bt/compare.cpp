@@ -13,7 +13,8 @@ std::string versus(const char* field, std::uint64_t sframe, std::uint64_t cfi) {
 
 } // namespace
 
-Comparison compare(const Backtrace& sframe, bool sframe_complete, const CfiBacktrace& cfi, const Abi& abi) {
+Comparison compare(const Backtrace& sframe, bool sframe_complete, const CfiBacktrace& cfi,
+                   const Abi& abi) {
     Comparison c;
     const std::size_t ns = sframe.frames.size();
     const std::size_t nc = cfi.frames.size();
@@ -37,7 +38,8 @@ Comparison compare(const Backtrace& sframe, bool sframe_complete, const CfiBackt
             if (!m.sp && what.empty()) what = versus("sp", s.regs.sp, *d.sp);
         }
         if (i + 1 < nc && cfi.frames[i + 1].sp)
-            m.cfi_cfa = *cfi.frames[i + 1].sp - static_cast<std::uint64_t>(std::int64_t{abi.sp_from_cfa});
+            m.cfi_cfa =
+                *cfi.frames[i + 1].sp - static_cast<std::uint64_t>(std::int64_t{abi.sp_from_cfa});
         if (i + 1 < ns && m.cfi_cfa) {
             m.cfa_compared = true;
             m.cfa = s.cfa == *m.cfi_cfa;
@@ -48,17 +50,19 @@ Comparison compare(const Backtrace& sframe, bool sframe_complete, const CfiBackt
             m.fp = s.regs.fp == *d.fp;
             if (!m.fp && what.empty()) what = versus("fp", s.regs.fp, *d.fp);
         }
-        if (m.equal()) ++c.equal;
-        else note_difference(i, std::move(what));
+        if (m.equal())
+            ++c.equal;
+        else
+            note_difference(i, std::move(what));
         c.frames.push_back(m);
     }
     const std::string cfi_end = cfi.end_error.empty() ? "" : " (libdwfl: " + cfi.end_error + ")";
     if (nc < ns)
-        note_difference(nc, "CFI ended after " + std::to_string(nc) + " frames" + cfi_end + ", SFrame has " +
-                                std::to_string(ns));
+        note_difference(nc, "CFI ended after " + std::to_string(nc) + " frames" + cfi_end +
+                                ", SFrame has " + std::to_string(ns));
     else if (sframe_complete && nc > ns)
-        note_difference(ns, "SFrame reached the outermost frame after " + std::to_string(ns) + " frames, CFI has " +
-                                std::to_string(nc));
+        note_difference(ns, "SFrame reached the outermost frame after " + std::to_string(ns) +
+                                " frames, CFI has " + std::to_string(nc));
     c.cfi_beyond = nc > ns ? nc - ns : 0;
     return c;
 }

@@ -4,7 +4,6 @@
 #pragma once
 
 #include "dwfl_session.hpp"
-
 #include "sfunwind/abi.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
 
@@ -46,6 +45,7 @@ struct Comparison {
 // `sframe_complete`: SFrame ended at the outermost frame, so CFI must end
 // there too. Otherwise SFrame stopped where it has no data, and CFI only has
 // to match every frame SFrame produced.
-Comparison compare(const Backtrace& sframe, bool sframe_complete, const CfiBacktrace& cfi, const Abi& abi);
+Comparison compare(const Backtrace& sframe, bool sframe_complete, const CfiBacktrace& cfi,
+                   const Abi& abi);
 
 } // namespace sfunwind::cli::bt

@@ -55,14 +55,17 @@ Expected<std::unique_ptr<CoreFile>> CoreFile::open(const std::string& path) {
     if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
         return Error(Errc::BadMagic, path + ": not an ELF file");
     GElf_Ehdr eh{};
-    if (gelf_getehdr(elf.get(), &eh) == nullptr) return Error(Errc::Malformed, path + ": " + elf_errmsg(-1));
-    if (eh.e_type != ET_CORE) return Error(Errc::Unsupported, path + ": not a core dump (ELF type " +
-                                                                 std::to_string(eh.e_type) + ")");
+    if (gelf_getehdr(elf.get(), &eh) == nullptr)
+        return Error(Errc::Malformed, path + ": " + elf_errmsg(-1));
+    if (eh.e_type != ET_CORE)
+        return Error(Errc::Unsupported,
+                     path + ": not a core dump (ELF type " + std::to_string(eh.e_type) + ")");
     const ByteOrder order = eh.e_ident[EI_DATA] == ELFDATA2MSB ? ByteOrder::Big : ByteOrder::Little;
     const bool is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
 
     std::size_t phnum = 0;
-    if (elf_getphdrnum(elf.get(), &phnum) != 0) return Error(Errc::Malformed, path + ": " + elf_errmsg(-1));
+    if (elf_getphdrnum(elf.get(), &phnum) != 0)
+        return Error(Errc::Malformed, path + ": " + elf_errmsg(-1));
     for (std::size_t i = 0; i < phnum; ++i) {
         GElf_Phdr ph{};
         if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) == nullptr) continue;
@@ -78,12 +81,15 @@ Expected<std::unique_ptr<CoreFile>> CoreFile::open(const std::string& path) {
             GElf_Nhdr nh{};
             std::size_t name_off = 0;
             std::size_t desc_off = 0;
-            const std::span<const std::uint8_t> bytes(static_cast<const std::uint8_t*>(data->d_buf), data->d_size);
+            const std::span<const std::uint8_t> bytes(static_cast<const std::uint8_t*>(data->d_buf),
+                                                      data->d_size);
             while (off < data->d_size) {
                 const std::size_t next = gelf_getnote(data, off, &nh, &name_off, &desc_off);
                 if (next == 0 || next <= off) break; // malformed: stop rather than loop
-                if (nh.n_type == NT_PRSTATUS && desc_off <= bytes.size() && nh.n_descsz <= bytes.size() - desc_off)
-                    parse_prstatus(bytes.subspan(desc_off, nh.n_descsz), order, is64, core->threads_);
+                if (nh.n_type == NT_PRSTATUS && desc_off <= bytes.size() &&
+                    nh.n_descsz <= bytes.size() - desc_off)
+                    parse_prstatus(bytes.subspan(desc_off, nh.n_descsz), order, is64,
+                                   core->threads_);
                 off = next;
             }
         }
@@ -104,7 +110,8 @@ bool CoreFile::read(std::uint64_t addr, std::span<std::uint8_t> out) {
         --it;
         if (at - it->vaddr >= it->filesz) return false;
         const std::uint64_t avail = it->filesz - (at - it->vaddr);
-        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(avail, out.size() - done));
+        const std::size_t want =
+            static_cast<std::size_t>(std::min<std::uint64_t>(avail, out.size() - done));
         const std::uint64_t file_off = it->offset + (at - it->vaddr);
         if (file_off > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max())) return false;
         const ssize_t n = ::pread(fd_, out.data() + done, want, static_cast<off_t>(file_off));

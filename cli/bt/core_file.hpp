@@ -21,7 +21,7 @@ struct CoreThreadNote {
 };
 
 class CoreFile final : public MemoryReader {
-public:
+  public:
     // Errors name the file.
     static Expected<std::unique_ptr<CoreFile>> open(const std::string& path);
     ~CoreFile() override;
@@ -38,7 +38,7 @@ public:
     // unreadable here, not zero.
     bool read(std::uint64_t addr, std::span<std::uint8_t> out) override;
 
-private:
+  private:
     struct Segment {
         std::uint64_t vaddr;
         std::uint64_t filesz;

@@ -47,10 +47,12 @@ int collect_frame(Dwfl_Frame* state, void* arg) {
     // A return address may be one past the end of a noreturn call's function.
     const Dwarf_Addr lookup = activation || pc == 0 ? pc : pc - 1;
     if (Dwfl_Module* mod = dwfl_addrmodule(ctx->dwfl, lookup)) {
-        f.module = base_name(dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr));
+        f.module = base_name(
+            dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr));
         GElf_Off off = 0;
         GElf_Sym sym{};
-        if (const char* name = dwfl_module_addrinfo(mod, lookup, &off, &sym, nullptr, nullptr, nullptr)) {
+        if (const char* name =
+                dwfl_module_addrinfo(mod, lookup, &off, &sym, nullptr, nullptr, nullptr)) {
             f.symbol = name;
             f.symbol_offset = off + (pc - lookup);
         }
@@ -105,12 +107,14 @@ int collect_thread(Dwfl_Thread* thread, void* arg) {
     auto* out = static_cast<std::vector<CoreThread>*>(arg);
     CoreThread t;
     t.tid = dwfl_thread_tid(thread);
-    if (dwfl_thread_getframes(thread, initial_frame, &t) == -1 && t.error.empty()) t.error = dwfl_error();
+    if (dwfl_thread_getframes(thread, initial_frame, &t) == -1 && t.error.empty())
+        t.error = dwfl_error();
     out->push_back(std::move(t));
     return DWARF_CB_OK;
 }
 
-int collect_module(Dwfl_Module* mod, void** /*userdata*/, const char* name, Dwarf_Addr /*start*/, void* arg) {
+int collect_module(Dwfl_Module* mod, void** /*userdata*/, const char* name, Dwarf_Addr /*start*/,
+                   void* arg) {
     auto* out = static_cast<TargetModules*>(arg);
     TargetModule m;
     m.path = name != nullptr ? name : "?";
@@ -185,8 +189,10 @@ Expected<std::unique_ptr<DwflSession>> DwflSession::live(pid_t pid) {
     return s;
 }
 
-Expected<std::unique_ptr<DwflSession>> DwflSession::core(const std::string& core_path, const std::string& exe_path) {
-    if (::access(exe_path.c_str(), R_OK) != 0) return Error(Errc::Io, exe_path + ": " + std::strerror(errno));
+Expected<std::unique_ptr<DwflSession>> DwflSession::core(const std::string& core_path,
+                                                         const std::string& exe_path) {
+    if (::access(exe_path.c_str(), R_OK) != 0)
+        return Error(Errc::Io, exe_path + ": " + std::strerror(errno));
     std::unique_ptr<DwflSession> s(new DwflSession());
     s->impl_ = std::make_unique<Impl>();
     Impl& im = *s->impl_;
@@ -208,7 +214,9 @@ Expected<std::unique_ptr<DwflSession>> DwflSession::core(const std::string& core
         return Error(Errc::Io, core_path + ": libdwfl cannot read the modules: " + dwfl_error());
     s->pid_ = dwfl_core_file_attach(im.dwfl, im.core_elf);
     if (s->pid_ < 0)
-        return Error(Errc::Io, core_path + ": libdwfl cannot read the threads (NT_PRSTATUS notes): " + dwfl_error());
+        return Error(Errc::Io,
+                     core_path +
+                         ": libdwfl cannot read the threads (NT_PRSTATUS notes): " + dwfl_error());
     return s;
 }
 

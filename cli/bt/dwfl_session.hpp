@@ -5,10 +5,9 @@
 #pragma once
 
 #include "registers.hpp"
-#include "target_modules.hpp"
-
 #include "sfunwind/abi.hpp"
 #include "sfunwind/error.hpp"
+#include "target_modules.hpp"
 
 #include <cstdint>
 #include <map>
@@ -24,12 +23,12 @@ namespace sfunwind::cli::bt {
 
 struct CfiFrame {
     std::uint64_t pc = 0;
-    bool activation = false;          // frame 0, or interrupted by a signal: pc is not a return address
-    std::optional<std::uint64_t> sp;  // where libdwfl knows the register
+    bool activation = false; // frame 0, or interrupted by a signal: pc is not a return address
+    std::optional<std::uint64_t> sp; // where libdwfl knows the register
     std::optional<std::uint64_t> fp;
-    std::string symbol;               // "name" from dwfl_module_addrinfo, or empty
+    std::string symbol; // "name" from dwfl_module_addrinfo, or empty
     std::uint64_t symbol_offset = 0;
-    std::string module;               // the module's file name, or empty
+    std::string module; // the module's file name, or empty
 };
 
 struct CfiBacktrace {
@@ -46,7 +45,7 @@ struct CoreThread {
 };
 
 class DwflSession {
-public:
+  public:
     // A ptrace-stopped live process: dwfl_linux_proc_report, then
     // dwfl_linux_proc_attach(..., assume_ptrace_stopped = true), since this
     // tool already holds the ptrace stop. Errors name the pid.
@@ -54,7 +53,8 @@ public:
     // A core dump and its executable: dwfl_core_file_report (modules from
     // the link map in the core) and dwfl_core_file_attach (threads and
     // registers from the NT_PRSTATUS notes). Errors name the files.
-    static Expected<std::unique_ptr<DwflSession>> core(const std::string& core_path, const std::string& exe_path);
+    static Expected<std::unique_ptr<DwflSession>> core(const std::string& core_path,
+                                                       const std::string& exe_path);
 
     ~DwflSession();
     DwflSession(const DwflSession&) = delete;
@@ -82,7 +82,7 @@ public:
     // The modules libdwfl reported, with their SFrame sections.
     TargetModules modules();
 
-private:
+  private:
     DwflSession() = default;
     pid_t pid_ = 0;
     struct Impl;

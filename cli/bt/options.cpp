@@ -99,7 +99,8 @@ bool parse_signal_list(const std::string& text, SignalSet& set) {
 
 SignalSet default_stop_signals() {
     SignalSet s;
-    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS}) s.set(static_cast<std::size_t>(sig));
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS})
+        s.set(static_cast<std::size_t>(sig));
     return s;
 }
 
@@ -119,7 +120,9 @@ std::string signal_name(int sig) {
     return std::string("SIG") + (abbrev != nullptr ? abbrev : std::to_string(sig));
 }
 
-void print_usage(std::FILE* out) { std::fputs(usage_text, out); }
+void print_usage(std::FILE* out) {
+    std::fputs(usage_text, out);
+}
 
 ParseResult parse_options(int argc, char** argv) {
     ParseResult result;
@@ -160,13 +163,15 @@ ParseResult parse_options(int argc, char** argv) {
             auto v = value("a number");
             if (!v) return result;
             auto n = parse_unsigned(*v, 1000000);
-            if (!n || *n == 0) return fail("--max-frames: '" + *v + "' is not a number from 1 to 1000000");
+            if (!n || *n == 0)
+                return fail("--max-frames: '" + *v + "' is not a number from 1 to 1000000");
             o.max_frames = static_cast<std::uint32_t>(*n);
         } else if (a == "--timeout") {
             auto v = value("a number of seconds");
             if (!v) return result;
             auto n = parse_unsigned(*v, 86400);
-            if (!n || *n == 0) return fail("--timeout: '" + *v + "' is not a number of seconds (1-86400)");
+            if (!n || *n == 0)
+                return fail("--timeout: '" + *v + "' is not a number of seconds (1-86400)");
             o.timeout_seconds = static_cast<unsigned>(*n);
         } else if (a == "--stop-on") {
             auto v = value("a list of signals");
@@ -174,7 +179,8 @@ ParseResult parse_options(int argc, char** argv) {
         } else if (a == "-p" || a == "--pid") {
             auto v = value("a process id");
             if (!v) return result;
-            auto n = parse_unsigned(*v, static_cast<std::uint64_t>(std::numeric_limits<pid_t>::max()));
+            auto n =
+                parse_unsigned(*v, static_cast<std::uint64_t>(std::numeric_limits<pid_t>::max()));
             if (!n || *n == 0) return fail(a + ": '" + *v + "' is not a process id");
             if (!set_target(BtOptions::Mode::Attach)) return result;
             o.pid = static_cast<pid_t>(*n);

@@ -27,10 +27,14 @@ std::optional<std::uint64_t> parse_hex(std::string_view s) {
     std::uint64_t v = 0;
     for (char c : s) {
         unsigned d = 0;
-        if (c >= '0' && c <= '9') d = static_cast<unsigned>(c - '0');
-        else if (c >= 'a' && c <= 'f') d = static_cast<unsigned>(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') d = static_cast<unsigned>(c - 'A' + 10);
-        else return std::nullopt;
+        if (c >= '0' && c <= '9')
+            d = static_cast<unsigned>(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = static_cast<unsigned>(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            d = static_cast<unsigned>(c - 'A' + 10);
+        else
+            return std::nullopt;
         v = (v << 4) | d;
     }
     return v;
@@ -90,7 +94,9 @@ Expected<std::vector<MapEntry>> read_proc_maps(pid_t pid) {
     std::string line;
     while (std::getline(in, line))
         if (auto e = parse_maps_line(line)) out.push_back(std::move(*e));
-    if (out.empty()) return Error(Errc::Io, path + " lists no mappings (has process " + std::to_string(pid) + " exited?)");
+    if (out.empty())
+        return Error(Errc::Io,
+                     path + " lists no mappings (has process " + std::to_string(pid) + " exited?)");
     return out;
 }
 

@@ -20,8 +20,8 @@ struct MapEntry {
     std::string perms;        // "r-xp"
     std::string dev;          // "fd:01"
     std::uint64_t inode = 0;
-    std::string path;         // file path, "[vdso]", "[stack]", or empty
-    bool deleted = false;     // the file was unlinked (" (deleted)" suffix)
+    std::string path;     // file path, "[vdso]", "[stack]", or empty
+    bool deleted = false; // the file was unlinked (" (deleted)" suffix)
 
     bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
 };

@@ -36,11 +36,12 @@ bool ProcessMemory::read_proc_mem(std::uint64_t addr, std::span<std::uint8_t> ou
         const std::string path = "/proc/" + std::to_string(pid_) + "/mem";
         mem_fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     }
-    if (mem_fd_ < 0 || addr > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max())) return false;
+    if (mem_fd_ < 0 || addr > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()))
+        return false;
     std::size_t done = 0;
     while (done < out.size()) {
-        const ssize_t n = ::pread(mem_fd_, out.data() + done, out.size() - done,
-                                  static_cast<off_t>(addr + done));
+        const ssize_t n =
+            ::pread(mem_fd_, out.data() + done, out.size() - done, static_cast<off_t>(addr + done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return false;
         done += static_cast<std::size_t>(n);

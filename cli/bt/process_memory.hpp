@@ -15,7 +15,7 @@ namespace sfunwind::cli::bt {
 // PTRACE_PEEKDATA a word at a time through `stopped_tid`, a thread we have
 // ptrace-stopped.
 class ProcessMemory final : public MemoryReader {
-public:
+  public:
     ProcessMemory(pid_t pid, pid_t stopped_tid) : pid_(pid), tid_(stopped_tid) {}
     ~ProcessMemory() override;
     ProcessMemory(const ProcessMemory&) = delete;
@@ -23,7 +23,7 @@ public:
 
     bool read(std::uint64_t addr, std::span<std::uint8_t> out) override;
 
-private:
+  private:
     bool read_vm(std::uint64_t addr, std::span<std::uint8_t> out);
     bool read_proc_mem(std::uint64_t addr, std::span<std::uint8_t> out);
     bool read_peek(std::uint64_t addr, std::span<std::uint8_t> out);

@@ -20,7 +20,7 @@ namespace sfunwind::cli::bt {
 // Every register the target reported, for rules that name a register other
 // than SP, FP and RA (v3 flexible FDEs; only consulted in the topmost frame).
 class RegisterTable final : public RegisterSource {
-public:
+  public:
     static constexpr std::uint16_t max_regs = 128;
 
     void set(std::uint16_t dwarf_reg, std::uint64_t value) {
@@ -36,7 +36,7 @@ public:
     // The registers SFrame walks with, given the ABI's register numbers and the PC.
     FrameRegs frame_regs(const Abi& abi, std::uint64_t pc) const;
 
-private:
+  private:
     std::array<std::optional<std::uint64_t>, max_regs> values_{};
 };
 

@@ -20,10 +20,11 @@ Expected<ThreadRegisters> read_thread_registers(pid_t tid) {
                                    std::strerror(errno));
     ThreadRegisters out;
     out.pc = u.rip;
-    const std::uint64_t by_dwarf[] = {u.rax, u.rdx, u.rcx, u.rbx, u.rsi, u.rdi, u.rbp, u.rsp,
-                                      u.r8,  u.r9,  u.r10, u.r11, u.r12, u.r13, u.r14, u.r15, u.rip};
+    const std::uint64_t by_dwarf[] = {u.rax, u.rdx, u.rcx, u.rbx, u.rsi, u.rdi, u.rbp, u.rsp, u.r8,
+                                      u.r9,  u.r10, u.r11, u.r12, u.r13, u.r14, u.r15, u.rip};
     std::uint16_t reg = 0;
-    for (std::uint64_t v : by_dwarf) out.table.set(reg++, v);
+    for (std::uint64_t v : by_dwarf)
+        out.table.set(reg++, v);
     return out;
 }
 

@@ -22,7 +22,8 @@ SymbolName frame_symbol(const Report& report, std::uint64_t pc, bool is_return_a
 }
 
 bool is_return_address(const Backtrace& bt, std::size_t i) {
-    return i > 0 && i <= bt.frames.size() && !(bt.frames[i - 1].row && bt.frames[i - 1].row->signal_frame);
+    return i > 0 && i <= bt.frames.size() &&
+           !(bt.frames[i - 1].row && bt.frames[i - 1].row->signal_frame);
 }
 
 } // namespace sfunwind::cli::bt

@@ -3,10 +3,9 @@
 // each thread's walks, as text or as one JSON document.
 #pragma once
 
+#include "sfunwind/abi.hpp"
 #include "target_modules.hpp"
 #include "thread_walk.hpp"
-
-#include "sfunwind/abi.hpp"
 
 #include <cstdio>
 #include <string>
@@ -20,7 +19,7 @@ struct Report {
     std::string program; // the executable
     std::string core;    // the core file, for "core"
     pid_t pid = 0;
-    std::string stop;    // how the target stopped, one line
+    std::string stop; // how the target stopped, one line
     Abi abi{};
     const TargetModules* modules = nullptr;
     // Names functions ElfFile's symbol tables do not (separate debug files); may be null.

@@ -3,11 +3,9 @@
 // 2^53 in most readers.
 #include "options.hpp"
 #include "report.hpp"
-
 #include "sfunwind/row.hpp"
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace sfunwind::cli::bt {
@@ -16,7 +14,10 @@ namespace {
 using nlohmann::json;
 
 json module_json(const TargetModule& m) {
-    json j{{"path", m.path}, {"begin", to_hex(m.begin)}, {"end", to_hex(m.end)}, {"bias", to_hex(m.bias)}};
+    json j{{"path", m.path},
+           {"begin", to_hex(m.begin)},
+           {"end", to_hex(m.end)},
+           {"bias", to_hex(m.bias)}};
     if (m.section) {
         j["sframe"] = {{"version", static_cast<unsigned>(m.section->version())},
                        {"fdes", m.section->fde_count()},
@@ -36,7 +37,10 @@ json sframe_json(const Report& r, const ThreadWalk& t) {
         const bool ret = is_return_address(bt, i);
         const SymbolName sym = frame_symbol(r, f.regs.pc, ret);
         const TargetModule* m = r.modules->find(lookup_pc(f.regs.pc, ret));
-        json j{{"index", i}, {"pc", to_hex(f.regs.pc)}, {"sp", to_hex(f.regs.sp)}, {"fp", to_hex(f.regs.fp)}};
+        json j{{"index", i},
+               {"pc", to_hex(f.regs.pc)},
+               {"sp", to_hex(f.regs.sp)},
+               {"fp", to_hex(f.regs.fp)}};
         j["symbol"] = sym.name.empty() ? json(nullptr) : json(sym.name);
         if (!sym.name.empty()) j["offset"] = to_hex(sym.offset);
         j["module"] = m != nullptr ? json(m->short_name()) : json(nullptr);
@@ -45,7 +49,10 @@ json sframe_json(const Report& r, const ThreadWalk& t) {
         frames.push_back(std::move(j));
     }
     return {{"frames", std::move(frames)},
-            {"end", {{"kind", to_string(t.end)}, {"message", t.end_message}, {"code", to_string(bt.stop.code())}}}};
+            {"end",
+             {{"kind", to_string(t.end)},
+              {"message", t.end_message},
+              {"code", to_string(bt.stop.code())}}}};
 }
 
 json cfi_json(const CfiBacktrace& cfi) {
@@ -60,7 +67,8 @@ json cfi_json(const CfiBacktrace& cfi) {
         j["module"] = f.module.empty() ? json(nullptr) : json(f.module);
         frames.push_back(std::move(j));
     }
-    return {{"frames", std::move(frames)}, {"end_error", cfi.end_error.empty() ? json(nullptr) : json(cfi.end_error)}};
+    return {{"frames", std::move(frames)},
+            {"end_error", cfi.end_error.empty() ? json(nullptr) : json(cfi.end_error)}};
 }
 
 json comparison_json(const Comparison& c) {
@@ -72,11 +80,14 @@ json comparison_json(const Comparison& c) {
         j["fp"] = m.fp_compared ? json(m.fp) : json(nullptr);
         frames.push_back(std::move(j));
     }
-    json j{{"compared", c.frames.size()}, {"equal", c.equal}, {"agree", c.agree()},
-           {"cfi_beyond", c.cfi_beyond}, {"frames", std::move(frames)}};
-    j["first_difference"] = c.first_difference
-                                ? json{{"frame", *c.first_difference}, {"what", c.first_difference_what}}
-                                : json(nullptr);
+    json j{{"compared", c.frames.size()},
+           {"equal", c.equal},
+           {"agree", c.agree()},
+           {"cfi_beyond", c.cfi_beyond},
+           {"frames", std::move(frames)}};
+    j["first_difference"] =
+        c.first_difference ? json{{"frame", *c.first_difference}, {"what", c.first_difference_what}}
+                           : json(nullptr);
     return j;
 }
 
@@ -89,7 +100,8 @@ void print_json(const Report& r, std::FILE* out) {
     doc["stop"] = r.stop;
     doc["abi"] = std::string(r.abi.name);
     json modules = json::array();
-    for (const auto& m : r.modules->all()) modules.push_back(module_json(m));
+    for (const auto& m : r.modules->all())
+        modules.push_back(module_json(m));
     doc["modules"] = std::move(modules);
     json threads = json::array();
     for (const auto& t : r.threads) {

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "options.hpp"
 #include "report.hpp"
-
 #include "sfunwind/row.hpp"
 
 #include <optional>
@@ -26,7 +25,8 @@ std::string module_text(const Report& r, std::uint64_t pc, bool is_return_addres
 }
 
 void print_cfi_frame(const CfiFrame& f, const std::optional<std::uint64_t>& cfa, std::FILE* out) {
-    std::fprintf(out, "%s in %s (%s) ", pc_text(f.pc).c_str(), symbol_text(f.symbol, f.symbol_offset).c_str(),
+    std::fprintf(out, "%s in %s (%s) ", pc_text(f.pc).c_str(),
+                 symbol_text(f.symbol, f.symbol_offset).c_str(),
                  f.module.empty() ? "?" : f.module.c_str());
     if (cfa) std::fprintf(out, " cfa=%s", to_hex(*cfa).c_str());
     if (f.sp) std::fprintf(out, " sp=%s", to_hex(*f.sp).c_str());
@@ -53,13 +53,15 @@ void print_modules(const Report& r, std::FILE* out) {
     if (r.verbose) {
         std::fprintf(out, "Modules:\n");
         for (const auto& m : r.modules->all()) {
-            std::fprintf(out, "  %s-%s bias %s  %s  ", pc_text(m.begin).c_str(), pc_text(m.end).c_str(),
-                         to_hex(m.bias).c_str(), m.path.c_str());
+            std::fprintf(out, "  %s-%s bias %s  %s  ", pc_text(m.begin).c_str(),
+                         pc_text(m.end).c_str(), to_hex(m.bias).c_str(), m.path.c_str());
             if (m.section)
-                std::fprintf(out, "SFrame v%u (%s, %u FDEs)", static_cast<unsigned>(m.section->version()),
+                std::fprintf(out, "SFrame v%u (%s, %u FDEs)",
+                             static_cast<unsigned>(m.section->version()),
                              m.where ? m.where->name.c_str() : "?", m.section->fde_count());
             else
-                std::fprintf(out, "no SFrame: %s", m.problem.empty() ? "unknown" : m.problem.c_str());
+                std::fprintf(out, "no SFrame: %s",
+                             m.problem.empty() ? "unknown" : m.problem.c_str());
             if (m.section && !m.problem.empty()) std::fprintf(out, " (%s)", m.problem.c_str());
             std::fputc('\n', out);
         }
@@ -68,18 +70,20 @@ void print_modules(const Report& r, std::FILE* out) {
     std::string with;
     std::size_t without = 0;
     for (const auto& m : r.modules->all()) {
-        if (m.section) with += (with.empty() ? "" : ", ") + m.short_name();
-        else ++without;
+        if (m.section)
+            with += (with.empty() ? "" : ", ") + m.short_name();
+        else
+            ++without;
     }
-    std::fprintf(out, "Modules with SFrame: %s; %zu without (-v lists them)\n", with.empty() ? "none" : with.c_str(),
-                 without);
+    std::fprintf(out, "Modules with SFrame: %s; %zu without (-v lists them)\n",
+                 with.empty() ? "none" : with.c_str(), without);
 }
 
 void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
     std::fprintf(out, "\nThread %d", static_cast<int>(t.tid));
     if (t.signal != 0)
-        std::fprintf(out, " (%s%s%s)", signal_name(t.signal).c_str(), t.stop_detail.empty() ? "" : ", ",
-                     t.stop_detail.c_str());
+        std::fprintf(out, " (%s%s%s)", signal_name(t.signal).c_str(),
+                     t.stop_detail.empty() ? "" : ", ", t.stop_detail.c_str());
     std::fputs(":\n", out);
     if (!t.error.empty()) {
         std::fprintf(out, "  cannot unwind: %s\n", t.error.c_str());
@@ -91,12 +95,14 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
         const bool ret = is_return_address(bt, i);
         const SymbolName sym = frame_symbol(r, f.regs.pc, ret);
         std::fprintf(out, "#%-3zu %s in %s (%s) ", i, pc_text(f.regs.pc).c_str(),
-                     symbol_text(sym.name, sym.offset).c_str(), module_text(r, f.regs.pc, ret).c_str());
+                     symbol_text(sym.name, sym.offset).c_str(),
+                     module_text(r, f.regs.pc, ret).c_str());
         if (i + 1 < bt.frames.size()) std::fprintf(out, " cfa=%s", to_hex(f.cfa).c_str());
         std::fprintf(out, " sp=%s fp=%s", to_hex(f.regs.sp).c_str(), to_hex(f.regs.fp).c_str());
         if (f.row) std::fprintf(out, "  [row: %s]", describe(*f.row, r.abi).c_str());
         std::fputc('\n', out);
-        if (t.cfi && t.comparison && i == t.cfi->frames.size() && t.comparison->first_difference == i) {
+        if (t.cfi && t.comparison && i == t.cfi->frames.size() &&
+            t.comparison->first_difference == i) {
             std::fprintf(out, "CFI  (no frame: %s)  <-- first difference\n",
                          t.cfi->end_error.empty() ? "CFI ended" : t.cfi->end_error.c_str());
         }
@@ -108,23 +114,26 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
                          t.comparison->first_difference == i ? "  <-- first difference" : "");
         }
     }
-    std::fprintf(out, "  SFrame walk ended at #%zu: %s\n", bt.frames.empty() ? 0 : bt.frames.size() - 1,
-                 t.end_message.c_str());
+    std::fprintf(out, "  SFrame walk ended at #%zu: %s\n",
+                 bt.frames.empty() ? 0 : bt.frames.size() - 1, t.end_message.c_str());
     if (!t.cfi) return;
     for (std::size_t i = bt.frames.size(); i < t.cfi->frames.size(); ++i) {
         std::fprintf(out, "#%-3zu (CFI only) ", i);
         print_cfi_frame(t.cfi->frames[i], std::nullopt, out);
         std::fputc('\n', out);
     }
-    std::fprintf(out, "  CFI walk (libdwfl): %zu frame%s, %s\n", t.cfi->frames.size(), t.cfi->frames.size() == 1 ? "" : "s",
+    std::fprintf(out, "  CFI walk (libdwfl): %zu frame%s, %s\n", t.cfi->frames.size(),
+                 t.cfi->frames.size() == 1 ? "" : "s",
                  t.cfi->end_error.empty() ? "ended at the outermost frame"
                                           : ("ended: " + t.cfi->end_error).c_str());
     const Comparison& c = *t.comparison;
     std::fprintf(out, "  Compared %zu frames with CFI: %zu agree", c.frames.size(), c.equal);
     if (c.first_difference)
-        std::fprintf(out, "; first difference at #%zu: %s", *c.first_difference, c.first_difference_what.c_str());
+        std::fprintf(out, "; first difference at #%zu: %s", *c.first_difference,
+                     c.first_difference_what.c_str());
     if (c.cfi_beyond != 0 && t.end != WalkEnd::Outermost)
-        std::fprintf(out, "; CFI continues %zu frame%s past SFrame's last", c.cfi_beyond, c.cfi_beyond == 1 ? "" : "s");
+        std::fprintf(out, "; CFI continues %zu frame%s past SFrame's last", c.cfi_beyond,
+                     c.cfi_beyond == 1 ? "" : "s");
     std::fputc('\n', out);
 }
 
@@ -132,19 +141,19 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
 
 void print_text(const Report& r, std::FILE* out) {
     if (r.kind == "core")
-        std::fprintf(out, "Core %s of %s (pid %d): %s\n", r.core.c_str(), r.program.c_str(), static_cast<int>(r.pid),
-                     r.stop.c_str());
-    else
-        std::fprintf(out, "%s %s (pid %d): %s\n", r.kind == "program" ? "Program" : "Process", r.program.c_str(),
+        std::fprintf(out, "Core %s of %s (pid %d): %s\n", r.core.c_str(), r.program.c_str(),
                      static_cast<int>(r.pid), r.stop.c_str());
+    else
+        std::fprintf(out, "%s %s (pid %d): %s\n", r.kind == "program" ? "Program" : "Process",
+                     r.program.c_str(), static_cast<int>(r.pid), r.stop.c_str());
     print_modules(r, out);
     std::size_t failed = 0;
     for (const auto& t : r.threads) {
         print_thread(r, t, out);
         if (!t.passed(r.require_complete)) ++failed;
     }
-    std::fprintf(out, "\n%zu thread%s: %zu passed, %zu failed\n", r.threads.size(), r.threads.size() == 1 ? "" : "s",
-                 r.threads.size() - failed, failed);
+    std::fprintf(out, "\n%zu thread%s: %zu passed, %zu failed\n", r.threads.size(),
+                 r.threads.size() == 1 ? "" : "s", r.threads.size() - failed, failed);
 }
 
 } // namespace sfunwind::cli::bt

@@ -16,13 +16,15 @@ namespace {
 bool looks_like_elf(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     char magic[4] = {};
-    return in.read(magic, sizeof magic) && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
+    return in.read(magic, sizeof magic) && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' &&
+           magic[3] == 'F';
 }
 
 void load_sframe(TargetModule& m) {
     auto where = m.elf->find_sframe();
     if (!where) {
-        m.problem = where.error().code() == Errc::NotFound ? "no SFrame section" : where.error().message();
+        m.problem =
+            where.error().code() == Errc::NotFound ? "no SFrame section" : where.error().message();
         return;
     }
     auto section = m.elf->sframe();
@@ -37,7 +39,8 @@ void load_sframe(TargetModule& m) {
 // The kernel maps a PT_LOAD segment at page granularity: its first page's
 // file offset is the mapping's offset, at runtime address bias + the
 // segment's page-aligned vaddr.
-std::optional<std::uint64_t> bias_of(const elf::ElfFile& file, const MapEntry& e, std::uint64_t page) {
+std::optional<std::uint64_t> bias_of(const elf::ElfFile& file, const MapEntry& e,
+                                     std::uint64_t page) {
     for (const auto& seg : file.load_segments())
         if ((seg.offset & ~(page - 1)) == e.offset) return e.start - (seg.vaddr & ~(page - 1));
     return std::nullopt;
@@ -116,7 +119,8 @@ SymbolName TargetModules::symbol(std::uint64_t pc, bool is_return_address) const
     return {sym->name, pc - m->bias - sym->value};
 }
 
-TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps, MemoryReader& memory) {
+TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps,
+                                MemoryReader& memory) {
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     // Each file once, however many mappings it has (by device and inode, so
     // that a file replaced on disk is not confused with the mapped one).
@@ -154,7 +158,8 @@ TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps, Me
         // replaced, another mount namespace) the kernel's link to the mapping.
         std::string open_path = first.path;
         struct stat st {};
-        if (first.deleted || ::stat(first.path.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_ino) != first.inode)
+        if (first.deleted || ::stat(first.path.c_str(), &st) != 0 ||
+            static_cast<std::uint64_t>(st.st_ino) != first.inode)
             open_path = map_files_path(pid, first);
         if (!looks_like_elf(open_path)) continue;
         TargetModule m;
@@ -174,7 +179,8 @@ TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps, Me
                 m.bias = *bias;
             } else {
                 m.bias = m.begin - m.elf->link_base();
-                if (m.problem.empty()) m.problem = "no mapping matches a PT_LOAD segment; load bias guessed";
+                if (m.problem.empty())
+                    m.problem = "no mapping matches a PT_LOAD segment; load bias guessed";
             }
         }
         out.add(std::move(m));

@@ -6,7 +6,6 @@
 #pragma once
 
 #include "proc_maps.hpp"
-
 #include "sfunwind/elf/elf_file.hpp"
 #include "sfunwind/sframe/section.hpp"
 #include "sfunwind/unwind/module_set.hpp"
@@ -23,10 +22,10 @@
 namespace sfunwind::cli::bt {
 
 struct TargetModule {
-    std::string path;           // as the target names it (maps, link map)
-    std::uint64_t begin = 0;    // runtime range of its mappings
+    std::string path;        // as the target names it (maps, link map)
+    std::uint64_t begin = 0; // runtime range of its mappings
     std::uint64_t end = 0;
-    std::uint64_t bias = 0;     // runtime address - link-time address
+    std::uint64_t bias = 0;                         // runtime address - link-time address
     std::shared_ptr<const elf::ElfFile> elf;        // null when unreadable
     std::shared_ptr<const sframe::Section> section; // null without SFrame
     std::optional<elf::SframeLocation> where;
@@ -37,12 +36,12 @@ struct TargetModule {
 };
 
 struct SymbolName {
-    std::string name;           // empty when no symbol covers the address
-    std::uint64_t offset = 0;   // from the symbol's start
+    std::string name;         // empty when no symbol covers the address
+    std::uint64_t offset = 0; // from the symbol's start
 };
 
 class TargetModules {
-public:
+  public:
     void add(TargetModule module);
     // The module whose mappings hold a runtime address, or null.
     const TargetModule* find(std::uint64_t addr) const;
@@ -54,7 +53,7 @@ public:
     // may be the last instruction of a noreturn caller).
     SymbolName symbol(std::uint64_t pc, bool is_return_address) const;
 
-private:
+  private:
     std::vector<TargetModule> modules_; // sorted by begin
 };
 

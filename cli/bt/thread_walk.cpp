@@ -4,15 +4,16 @@
 #include <cstdio>
 
 namespace sfunwind::cli::bt {
-namespace {
-
-} // namespace
+namespace {} // namespace
 
 const char* to_string(WalkEnd end) noexcept {
     switch (end) {
-    case WalkEnd::Outermost: return "outermost";
-    case WalkEnd::LeftCoverage: return "left-coverage";
-    case WalkEnd::Failed: return "failed";
+    case WalkEnd::Outermost:
+        return "outermost";
+    case WalkEnd::LeftCoverage:
+        return "left-coverage";
+    case WalkEnd::Failed:
+        return "failed";
     }
     return "failed";
 }
@@ -27,9 +28,11 @@ WalkEnd classify(const Backtrace& bt, const TargetModules& modules, std::string&
         const TargetModule* m = modules.find(lookup_pc(pc, bt.frames.size() > 1));
         if (m != nullptr) {
             if (m->section)
-                message = "left the SFrame-covered code: no FDE in " + m->short_name() + " covers " + to_hex(pc);
+                message = "left the SFrame-covered code: no FDE in " + m->short_name() +
+                          " covers " + to_hex(pc);
             else
-                message = "left the SFrame-covered modules: " + m->short_name() + " at " + to_hex(pc) + " has " +
+                message = "left the SFrame-covered modules: " + m->short_name() + " at " +
+                          to_hex(pc) + " has " +
                           (m->problem.empty() ? std::string("no SFrame") : m->problem);
             return WalkEnd::LeftCoverage;
         }

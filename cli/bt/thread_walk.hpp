@@ -5,9 +5,8 @@
 
 #include "compare.hpp"
 #include "dwfl_session.hpp"
-#include "target_modules.hpp"
-
 #include "sfunwind/unwind/backtrace.hpp"
+#include "target_modules.hpp"
 
 #include <optional>
 #include <string>
@@ -30,9 +29,9 @@ WalkEnd classify(const Backtrace& bt, const TargetModules& modules, std::string&
 
 struct ThreadWalk {
     pid_t tid = 0;
-    int signal = 0;              // the signal that stopped it; 0 if interrupted
-    std::string stop_detail;     // "SEGV_MAPERR, address 0x0"
-    std::string error;           // registers unavailable: no walk
+    int signal = 0;          // the signal that stopped it; 0 if interrupted
+    std::string stop_detail; // "SEGV_MAPERR, address 0x0"
+    std::string error;       // registers unavailable: no walk
     Backtrace sframe;
     WalkEnd end = WalkEnd::Failed;
     std::string end_message;

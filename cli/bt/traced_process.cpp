@@ -20,13 +20,15 @@ namespace {
 
 volatile std::sig_atomic_t alarm_fired = 0;
 
-void on_alarm(int /*signal*/) { alarm_fired = 1; }
+void on_alarm(int /*signal*/) {
+    alarm_fired = 1;
+}
 
 // SIGALRM after `seconds`, then every 100 ms, without SA_RESTART, so that a
 // blocked waitpid() returns EINTR. Repeating closes the race in which the
 // first alarm lands between checking the flag and calling waitpid().
 class IntervalAlarm {
-public:
+  public:
     explicit IntervalAlarm(unsigned seconds) : armed_(seconds != 0) {
         alarm_fired = 0;
         if (!armed_) return;
@@ -50,7 +52,7 @@ public:
     IntervalAlarm& operator=(const IntervalAlarm&) = delete;
     bool fired() const { return armed_ && alarm_fired != 0; }
 
-private:
+  private:
     bool armed_;
     struct sigaction old_ {};
 };
@@ -61,7 +63,9 @@ std::string describe_exit(int status) {
     return "ended";
 }
 
-unsigned event_of(int status) { return static_cast<unsigned>(status) >> 16; }
+unsigned event_of(int status) {
+    return static_cast<unsigned>(status) >> 16;
+}
 
 std::vector<pid_t> list_tasks(pid_t pid) {
     std::vector<pid_t> out;
@@ -83,13 +87,17 @@ constexpr unsigned stop_wait_seconds = 5;
 
 } // namespace
 
-TracedProcess::~TracedProcess() { release(); }
+TracedProcess::~TracedProcess() {
+    release();
+}
 
-Expected<std::unique_ptr<TracedProcess>> TracedProcess::launch(const std::vector<std::string>& argv) {
+Expected<std::unique_ptr<TracedProcess>>
+TracedProcess::launch(const std::vector<std::string>& argv) {
     if (argv.empty()) return Error(Errc::Io, "no program to run");
     std::vector<std::string> args = argv;
     std::vector<char*> cargs;
-    for (auto& a : args) cargs.push_back(a.data());
+    for (auto& a : args)
+        cargs.push_back(a.data());
     cargs.push_back(nullptr);
     const std::string who = "'" + argv[0] + "'";
 
@@ -97,7 +105,8 @@ Expected<std::unique_ptr<TracedProcess>> TracedProcess::launch(const std::vector
     // errno back (close-on-exec: it closes unread when exec succeeds).
     int go[2];
     int err[2];
-    if (::pipe2(go, O_CLOEXEC) != 0) return Error(Errc::Io, std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(go, O_CLOEXEC) != 0)
+        return Error(Errc::Io, std::string("pipe: ") + std::strerror(errno));
     if (::pipe2(err, O_CLOEXEC) != 0) {
         ::close(go[0]);
         ::close(go[1]);
@@ -106,7 +115,8 @@ Expected<std::unique_ptr<TracedProcess>> TracedProcess::launch(const std::vector
     const pid_t child = ::fork();
     if (child < 0) {
         const int e = errno;
-        for (int fd : {go[0], go[1], err[0], err[1]}) ::close(fd);
+        for (int fd : {go[0], go[1], err[0], err[1]})
+            ::close(fd);
         return Error(Errc::Io, "cannot start " + who + ": fork: " + std::strerror(e));
     }
     if (child == 0) {
@@ -128,12 +138,14 @@ Expected<std::unique_ptr<TracedProcess>> TracedProcess::launch(const std::vector
     p->launched_ = true;
     p->program_ = argv[0];
     p->threads_ = {child};
-    if (::ptrace(PTRACE_SEIZE, child, nullptr, PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL) != 0) {
+    if (::ptrace(PTRACE_SEIZE, child, nullptr,
+                 PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL) != 0) {
         const int e = errno;
         ::kill(child, SIGKILL); // before it is released into exec
         ::close(go[1]);
         ::close(err[0]);
-        return Error(Errc::Io, "cannot trace " + who + " (pid " + std::to_string(child) + "): " + std::strerror(e));
+        return Error(Errc::Io, "cannot trace " + who + " (pid " + std::to_string(child) +
+                                   "): " + std::strerror(e));
     }
     if (::write(go[1], "x", 1) != 1) {
         ::close(go[1]);
@@ -155,7 +167,8 @@ Expected<std::unique_ptr<TracedProcess>> TracedProcess::launch(const std::vector
             int e = 0;
             const ssize_t n = ::read(err[0], &e, sizeof e);
             ::close(err[0]);
-            if (n == static_cast<ssize_t>(sizeof e)) return Error(Errc::Io, "cannot run " + who + ": " + std::strerror(e));
+            if (n == static_cast<ssize_t>(sizeof e))
+                return Error(Errc::Io, "cannot run " + who + ": " + std::strerror(e));
             return Error(Errc::Io, who + " " + describe_exit(status) + " before it started");
         }
         if (!WIFSTOPPED(status)) continue;
@@ -170,8 +183,10 @@ Expected<std::unique_ptr<TracedProcess>> TracedProcess::launch(const std::vector
 
 Expected<std::unique_ptr<TracedProcess>> TracedProcess::attach(pid_t pid) {
     const std::string who = "process " + std::to_string(pid);
-    if (pid == ::getpid()) return Error(Errc::Io, "cannot attach to " + who + ": it is sfunwind itself");
-    if (::kill(pid, 0) != 0 && errno == ESRCH) return Error(Errc::Io, "cannot attach to " + who + ": no such process");
+    if (pid == ::getpid())
+        return Error(Errc::Io, "cannot attach to " + who + ": it is sfunwind itself");
+    if (::kill(pid, 0) != 0 && errno == ESRCH)
+        return Error(Errc::Io, "cannot attach to " + who + ": no such process");
     std::unique_ptr<TracedProcess> p(new TracedProcess());
     p->pid_ = pid;
     p->launched_ = false;
@@ -191,8 +206,12 @@ Expected<std::unique_ptr<TracedProcess>> TracedProcess::attach(pid_t pid) {
             if (::ptrace(PTRACE_SEIZE, tid, nullptr, PTRACE_O_TRACECLONE) != 0) {
                 if (errno == ESRCH) continue; // exited meanwhile
                 if (p->threads_.empty())
-                    return Error(Errc::Io, "cannot attach to " + who + ": " + std::strerror(errno) +
-                                               (errno == EPERM ? " (already traced, a kernel thread, or another user's process?)" : ""));
+                    return Error(
+                        Errc::Io,
+                        "cannot attach to " + who + ": " + std::strerror(errno) +
+                            (errno == EPERM
+                                 ? " (already traced, a kernel thread, or another user's process?)"
+                                 : ""));
                 continue;
             }
             p->threads_.insert(tid);
@@ -201,7 +220,8 @@ Expected<std::unique_ptr<TracedProcess>> TracedProcess::attach(pid_t pid) {
         }
         if (!found_new) break;
     }
-    if (p->threads_.empty()) return Error(Errc::Io, "cannot attach to " + who + ": it has no threads");
+    if (p->threads_.empty())
+        return Error(Errc::Io, "cannot attach to " + who + ": it has no threads");
     p->wait_for_stops(std::move(pending));
     if (p->stopped_.empty()) return Error(Errc::Io, "cannot stop " + who);
     return p;
@@ -212,11 +232,13 @@ void TracedProcess::resume(pid_t tid, int signal) {
     stopped_.erase(tid);
 }
 
-Expected<StopEvent> TracedProcess::run_until_stop(const SignalSet& stop_on, unsigned timeout_seconds) {
+Expected<StopEvent> TracedProcess::run_until_stop(const SignalSet& stop_on,
+                                                  unsigned timeout_seconds) {
     const std::string who = "'" + program_ + "' (pid " + std::to_string(pid_) + ")";
     const IntervalAlarm alarm(timeout_seconds);
     bool interrupting = false;
-    for (pid_t tid : std::set<pid_t>(stopped_)) resume(tid, 0);
+    for (pid_t tid : std::set<pid_t>(stopped_))
+        resume(tid, 0);
     while (true) {
         if (alarm.fired() && !interrupting) {
             interrupting = ::ptrace(PTRACE_INTERRUPT, pid_, nullptr, nullptr) == 0;
@@ -232,7 +254,8 @@ Expected<StopEvent> TracedProcess::run_until_stop(const SignalSet& stop_on, unsi
             stopped_.erase(tid);
             if (tid == pid_) {
                 threads_.clear();
-                return Error(Errc::NotFound, who + " " + describe_exit(status) + " without a stop signal");
+                return Error(Errc::NotFound,
+                             who + " " + describe_exit(status) + " without a stop signal");
             }
             continue;
         }
@@ -242,7 +265,8 @@ Expected<StopEvent> TracedProcess::run_until_stop(const SignalSet& stop_on, unsi
         const int sig = WSTOPSIG(status);
         switch (event_of(status)) {
         case 0:
-            if (sig > 0 && static_cast<std::size_t>(sig) < stop_on.size() && stop_on.test(static_cast<std::size_t>(sig))) {
+            if (sig > 0 && static_cast<std::size_t>(sig) < stop_on.size() &&
+                stop_on.test(static_cast<std::size_t>(sig))) {
                 StopEvent e;
                 e.tid = tid;
                 e.signal = sig;
@@ -276,7 +300,9 @@ Expected<StopEvent> TracedProcess::run_until_stop(const SignalSet& stop_on, unsi
             // job control is not honoured while traced, the program keeps running.
             resume(tid, 0);
             break;
-        default: resume(tid, 0); break;
+        default:
+            resume(tid, 0);
+            break;
         }
     }
 }

@@ -7,7 +7,6 @@
 #pragma once
 
 #include "options.hpp"
-
 #include "sfunwind/error.hpp"
 
 #include <csignal>
@@ -22,15 +21,15 @@
 namespace sfunwind::cli::bt {
 
 struct StopEvent {
-    pid_t tid = 0;           // the thread that got the signal (the main thread on a timeout)
-    int signal = 0;          // 0 on a timeout
+    pid_t tid = 0;  // the thread that got the signal (the main thread on a timeout)
+    int signal = 0; // 0 on a timeout
     bool timed_out = false;
     bool has_siginfo = false;
     siginfo_t siginfo{};
 };
 
 class TracedProcess {
-public:
+  public:
     // Starts argv[0] (searched in PATH) traced from its first instruction.
     // Errors name the program.
     static Expected<std::unique_ptr<TracedProcess>> launch(const std::vector<std::string>& argv);
@@ -56,7 +55,7 @@ public:
     std::vector<pid_t> threads(pid_t first = 0) const;
     const std::string& program() const noexcept { return program_; }
 
-private:
+  private:
     TracedProcess() = default;
     void resume(pid_t tid, int signal);
     void wait_for_stops(std::set<pid_t> pending);

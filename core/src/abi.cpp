@@ -8,9 +8,9 @@ namespace sfunwind {
 namespace {
 
 // x86-64 psABI figure 3.36: DWARF register numbers 0-16.
-constexpr std::array<const char*, 17> amd64_names = {
-    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
-    "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip"};
+constexpr std::array<const char*, 17> amd64_names = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi",
+                                                     "rbp", "rsp", "r8",  "r9",  "r10", "r11",
+                                                     "r12", "r13", "r14", "r15", "rip"};
 
 const Abi amd64{Arch::X86_64, ByteOrder::Little, "amd64", 7, 6, 16, 0, false, 16};
 const Abi aarch64_le{Arch::AArch64, ByteOrder::Little, "aarch64", 31, 29, 30, 0, true, 16};
@@ -22,10 +22,18 @@ const Abi ppc64_le{Arch::Ppc64, ByteOrder::Little, "ppc64le", 1, 31, 65, 0, true
 
 } // namespace
 
-const Abi& abi_amd64() noexcept { return amd64; }
-const Abi& abi_aarch64(ByteOrder order) noexcept { return order == ByteOrder::Big ? aarch64_be : aarch64_le; }
-const Abi& abi_s390x() noexcept { return s390x; }
-const Abi& abi_ppc64(ByteOrder order) noexcept { return order == ByteOrder::Big ? ppc64_be : ppc64_le; }
+const Abi& abi_amd64() noexcept {
+    return amd64;
+}
+const Abi& abi_aarch64(ByteOrder order) noexcept {
+    return order == ByteOrder::Big ? aarch64_be : aarch64_le;
+}
+const Abi& abi_s390x() noexcept {
+    return s390x;
+}
+const Abi& abi_ppc64(ByteOrder order) noexcept {
+    return order == ByteOrder::Big ? ppc64_be : ppc64_le;
+}
 
 std::string register_name(const Abi& abi, std::uint16_t reg) {
     switch (abi.arch) {

@@ -7,16 +7,26 @@ namespace sfunwind {
 
 const char* to_string(Errc code) noexcept {
     switch (code) {
-    case Errc::Truncated: return "truncated";
-    case Errc::BadMagic: return "bad magic";
-    case Errc::Unsupported: return "unsupported";
-    case Errc::Malformed: return "malformed";
-    case Errc::NotFound: return "not found";
-    case Errc::MemoryUnreadable: return "memory unreadable";
-    case Errc::BadFrame: return "bad frame";
-    case Errc::UnsafeRule: return "unsafe rule";
-    case Errc::Io: return "i/o error";
-    case Errc::Outermost: return "outermost frame";
+    case Errc::Truncated:
+        return "truncated";
+    case Errc::BadMagic:
+        return "bad magic";
+    case Errc::Unsupported:
+        return "unsupported";
+    case Errc::Malformed:
+        return "malformed";
+    case Errc::NotFound:
+        return "not found";
+    case Errc::MemoryUnreadable:
+        return "memory unreadable";
+    case Errc::BadFrame:
+        return "bad frame";
+    case Errc::UnsafeRule:
+        return "unsafe rule";
+    case Errc::Io:
+        return "i/o error";
+    case Errc::Outermost:
+        return "outermost frame";
     }
     return "error";
 }

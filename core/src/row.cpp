@@ -8,17 +8,25 @@
 namespace sfunwind {
 namespace {
 
-std::string signed_offset(std::int32_t v) { return (v < 0 ? "-" : "+") + std::to_string(v < 0 ? -std::int64_t{v} : v); }
+std::string signed_offset(std::int32_t v) {
+    return (v < 0 ? "-" : "+") + std::to_string(v < 0 ? -std::int64_t{v} : v);
+}
 
 std::string rule_text(const RegRule& r, const Abi& abi) {
     switch (r.kind) {
-    case RegRule::Kind::Undefined: return "undefined";
-    case RegRule::Kind::SameValue: return "same";
-    case RegRule::Kind::AtCfa: return "[CFA" + signed_offset(r.offset) + "]";
-    case RegRule::Kind::ValCfa: return "CFA" + signed_offset(r.offset);
-    case RegRule::Kind::AtReg: return "[" + register_name(abi, r.reg) + signed_offset(r.offset) + "]";
+    case RegRule::Kind::Undefined:
+        return "undefined";
+    case RegRule::Kind::SameValue:
+        return "same";
+    case RegRule::Kind::AtCfa:
+        return "[CFA" + signed_offset(r.offset) + "]";
+    case RegRule::Kind::ValCfa:
+        return "CFA" + signed_offset(r.offset);
+    case RegRule::Kind::AtReg:
+        return "[" + register_name(abi, r.reg) + signed_offset(r.offset) + "]";
     case RegRule::Kind::ValReg:
-        return r.offset == 0 ? register_name(abi, r.reg) : register_name(abi, r.reg) + signed_offset(r.offset);
+        return r.offset == 0 ? register_name(abi, r.reg)
+                             : register_name(abi, r.reg) + signed_offset(r.offset);
     }
     return "?";
 }
@@ -26,11 +34,13 @@ std::string rule_text(const RegRule& r, const Abi& abi) {
 } // namespace
 
 std::string describe(const Row& row, const Abi& abi) {
-    if (row.outermost && row.ra.kind == RegRule::Kind::Undefined && row.cfa.reg == 0 && row.cfa.offset == 0)
+    if (row.outermost && row.ra.kind == RegRule::Kind::Undefined && row.cfa.reg == 0 &&
+        row.cfa.offset == 0)
         return "RA=undefined (outermost)";
     std::string cfa = register_name(abi, row.cfa.reg) + signed_offset(row.cfa.offset);
     if (row.cfa.deref) cfa = "[" + cfa + "]";
-    std::string s = "CFA=" + cfa + " RA=" + rule_text(row.ra, abi) + " FP=" + rule_text(row.fp, abi);
+    std::string s =
+        "CFA=" + cfa + " RA=" + rule_text(row.ra, abi) + " FP=" + rule_text(row.fp, abi);
     if (row.mangled_ra) s += row.pauth_key_b ? " ra-signed(B)" : " ra-signed(A)";
     if (row.signal_frame) s += " signal";
     if (row.outermost) s += " outermost";

@@ -2,14 +2,12 @@
 // The extern "C" functions of sfunwind_gdb.h over ModuleTable and the core's
 // step(). Every entry point catches C++ exceptions: none may unwind into
 // GDB or into Python's ctypes.
-#include "sfunwind_gdb.h"
-
 #include "c_rows.hpp"
 #include "frame_unwind.hpp"
 #include "module_table.hpp"
-
 #include "sfunwind/unwind/step.hpp"
 #include "sfunwind/unwind/window.hpp"
+#include "sfunwind_gdb.h"
 
 #include <algorithm>
 #include <cstring>
@@ -52,18 +50,18 @@ int fail_exception() {
 
 // Reads through the caller's callback (ctypes or GDB's JIT target_read).
 class CallbackMemory final : public sfunwind::MemoryReader {
-public:
+  public:
     explicit CallbackMemory(sfunwind_gdb_read_fn fn) : fn_(fn) {}
     bool read(std::uint64_t addr, std::span<std::uint8_t> out) override {
         return fn_ != nullptr && fn_(addr, out.data(), out.size()) != 0;
     }
 
-private:
+  private:
     sfunwind_gdb_read_fn fn_;
 };
 
 class CallbackRegisters final : public sfunwind::RegisterSource {
-public:
+  public:
     explicit CallbackRegisters(sfunwind_gdb_reg_fn fn) : fn_(fn) {}
     std::optional<std::uint64_t> get(std::uint16_t reg) override {
         std::uint64_t v = 0;
@@ -71,7 +69,7 @@ public:
         return v;
     }
 
-private:
+  private:
     sfunwind_gdb_reg_fn fn_;
 };
 
@@ -96,9 +94,13 @@ Callbacks& callbacks() {
 
 extern "C" {
 
-int sfunwind_gdb_api_version(void) { return SFUNWIND_GDB_API_VERSION; }
+int sfunwind_gdb_api_version(void) {
+    return SFUNWIND_GDB_API_VERSION;
+}
 
-const char* sfunwind_gdb_last_error(void) { return last_error().c_str(); }
+const char* sfunwind_gdb_last_error(void) {
+    return last_error().c_str();
+}
 
 int32_t sfunwind_gdb_open_file(const char* path) {
     try {
@@ -114,7 +116,8 @@ int32_t sfunwind_gdb_open_file(const char* path) {
     }
 }
 
-int32_t sfunwind_gdb_open_bytes(const uint8_t* bytes, size_t size, uint64_t vaddr, const char* name) {
+int32_t sfunwind_gdb_open_bytes(const uint8_t* bytes, size_t size, uint64_t vaddr,
+                                const char* name) {
     try {
         last_error().clear();
         if (bytes == nullptr && size != 0) return -fail_argument("no bytes");
@@ -168,8 +171,10 @@ int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info
 int sfunwind_gdb_section_vaddr(int32_t module, const char* name, uint64_t* out) {
     try {
         const g::OpenModule* m = g::table().get(module);
-        if (m == nullptr || name == nullptr || out == nullptr) return fail_argument("no such module");
-        if (m->elf == nullptr) return fail(Error(Errc::NotFound, m->name + " was not opened from a file"));
+        if (m == nullptr || name == nullptr || out == nullptr)
+            return fail_argument("no such module");
+        if (m->elf == nullptr)
+            return fail(Error(Errc::NotFound, m->name + " was not opened from a file"));
         const auto* s = m->elf->section(name);
         if (s == nullptr || s->vaddr == 0)
             return fail(Error(Errc::NotFound, m->name + " has no allocated section " + name));
@@ -206,7 +211,9 @@ void sfunwind_gdb_reset(void) {
     }
 }
 
-int32_t sfunwind_gdb_module_at(uint64_t pc) { return g::table().module_at(pc); }
+int32_t sfunwind_gdb_module_at(uint64_t pc) {
+    return g::table().module_at(pc);
+}
 
 int sfunwind_gdb_lookup(uint64_t pc, struct sfunwind_gdb_row* out) {
     try {
@@ -252,18 +259,21 @@ size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size
     }
 }
 
-int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_gdb_regs* regs, int topmost,
-                      uint64_t window_addr, const uint8_t* window, size_t window_size, sfunwind_gdb_read_fn read,
-                      sfunwind_gdb_reg_fn reg, struct sfunwind_gdb_step_result* out) {
+int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_gdb_regs* regs,
+                      int topmost, uint64_t window_addr, const uint8_t* window, size_t window_size,
+                      sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg,
+                      struct sfunwind_gdb_step_result* out) {
     try {
-        if (row == nullptr || regs == nullptr || out == nullptr) return fail_argument("null argument");
+        if (row == nullptr || regs == nullptr || out == nullptr)
+            return fail_argument("null argument");
         if (window == nullptr && window_size != 0) return fail_argument("window without bytes");
         const g::OpenModule* m = g::table().get(row->module);
         if (m == nullptr) return fail_argument("the row's module is closed");
         sfunwind::FrameRegs callee{regs->pc, regs->sp, regs->fp, std::nullopt};
         if (regs->has_ra != 0) callee.ra = regs->ra;
         CallbackMemory fallback(read);
-        sfunwind::WindowMemory memory(window_addr, std::span<const std::uint8_t>(window, window_size), &fallback);
+        sfunwind::WindowMemory memory(
+            window_addr, std::span<const std::uint8_t>(window, window_size), &fallback);
         CallbackRegisters extra(reg);
         const sfunwind::Row r = g::from_c(*row);
         auto next = sfunwind::step(r, m->abi(), callee, topmost != 0, memory, &extra);
@@ -287,10 +297,12 @@ void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn r
     callbacks().reg = reg;
 }
 
-int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, struct sfunwind_gdb_unwind_result* out) {
+int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
+                        struct sfunwind_gdb_unwind_result* out) {
     try {
         if (frame == nullptr || out == nullptr) return fail_argument("null argument");
-        if (frame->window == nullptr && frame->window_size != 0) return fail_argument("window without bytes");
+        if (frame->window == nullptr && frame->window_size != 0)
+            return fail_argument("window without bytes");
         g::FrameInput in;
         in.pc = frame->pc;
         in.sp = frame->sp;
@@ -299,9 +311,9 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, struct sfunwind_
         in.level = frame->level;
         CallbackMemory target(callbacks().read);
         CallbackRegisters registers(callbacks().reg);
-        auto done = g::unwind_frame(g::table(), in, frame->window_addr,
-                                    std::span<const std::uint8_t>(frame->window, frame->window_size), target,
-                                    registers);
+        auto done = g::unwind_frame(
+            g::table(), in, frame->window_addr,
+            std::span<const std::uint8_t>(frame->window, frame->window_size), target, registers);
         if (!done) return fail(done.error());
         *out = {};
         out->pc = done->step.caller.pc;
@@ -326,8 +338,12 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, struct sfunwind_
     }
 }
 
-void sfunwind_gdb_new_stop(void) { g::table().new_stop(); }
+void sfunwind_gdb_new_stop(void) {
+    g::table().new_stop();
+}
 
-void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp) { g::table().set_topmost(pc, sp); }
+void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp) {
+    g::table().set_topmost(pc, sp);
+}
 
 } // extern "C"

@@ -19,8 +19,9 @@ RegRule rule_from_c(const sfunwind_gdb_rule& r) {
     RegRule out;
     // Unknown kinds become Undefined: step() then ends the stack there
     // instead of reading an invented location.
-    out.kind = r.kind <= static_cast<std::uint8_t>(RegRule::Kind::ValReg) ? static_cast<RegRule::Kind>(r.kind)
-                                                                          : RegRule::Kind::Undefined;
+    out.kind = r.kind <= static_cast<std::uint8_t>(RegRule::Kind::ValReg)
+                   ? static_cast<RegRule::Kind>(r.kind)
+                   : RegRule::Kind::Undefined;
     out.source = r.source <= static_cast<std::uint8_t>(RegRule::Source::Absent)
                      ? static_cast<RegRule::Source>(r.source)
                      : RegRule::Source::Fre;
@@ -29,7 +30,9 @@ RegRule rule_from_c(const sfunwind_gdb_rule& r) {
     return out;
 }
 
-std::uint32_t flag_if(bool on, sfunwind_gdb_row_flags flag) { return on ? static_cast<std::uint32_t>(flag) : 0U; }
+std::uint32_t flag_if(bool on, sfunwind_gdb_row_flags flag) {
+    return on ? static_cast<std::uint32_t>(flag) : 0U;
+}
 
 } // namespace
 
@@ -48,9 +51,12 @@ void to_c(const FoundRow& found, sfunwind_gdb_row& out) {
     out.cfa_offset = r.cfa.offset;
     out.ra = rule_to_c(r.ra);
     out.fp = rule_to_c(r.fp);
-    out.flags = flag_if(r.signal_frame, SFUNWIND_GDB_ROW_SIGNAL) | flag_if(r.mangled_ra, SFUNWIND_GDB_ROW_MANGLED_RA) |
-                flag_if(r.pauth_key_b, SFUNWIND_GDB_ROW_PAUTH_KEY_B) | flag_if(r.outermost, SFUNWIND_GDB_ROW_OUTERMOST) |
-                flag_if(r.pc_mask, SFUNWIND_GDB_ROW_PC_MASK) | flag_if(r.topmost_only, SFUNWIND_GDB_ROW_TOPMOST_ONLY);
+    out.flags = flag_if(r.signal_frame, SFUNWIND_GDB_ROW_SIGNAL) |
+                flag_if(r.mangled_ra, SFUNWIND_GDB_ROW_MANGLED_RA) |
+                flag_if(r.pauth_key_b, SFUNWIND_GDB_ROW_PAUTH_KEY_B) |
+                flag_if(r.outermost, SFUNWIND_GDB_ROW_OUTERMOST) |
+                flag_if(r.pc_mask, SFUNWIND_GDB_ROW_PC_MASK) |
+                flag_if(r.topmost_only, SFUNWIND_GDB_ROW_TOPMOST_ONLY);
     const ReadWindow w = plan_reads(r);
     out.window_reg = w.base_reg;
     out.window_offset = w.offset;

@@ -6,7 +6,6 @@
 #pragma once
 
 #include "module_table.hpp"
-
 #include "sfunwind/unwind/step.hpp"
 #include "sfunwind/unwind/window.hpp"
 
@@ -24,15 +23,15 @@ struct FrameInput {
     std::optional<std::uint64_t> fp;
     // The link register, when the caller already read it (topmost frames).
     std::optional<std::uint64_t> ra;
-    std::int32_t level = -1;   // GDB's frame level; -1: unknown
+    std::int32_t level = -1; // GDB's frame level; -1: unknown
 };
 
 struct FrameOutput {
     StepResult step;
-    FoundRow found;             // the row used (link-time addresses)
+    FoundRow found; // the row used (link-time addresses)
     bool topmost = false;
-    ReadWindow plan;            // the window the row's step reads
-    bool needs_fp = false;      // the row's rules read the FP's value
+    ReadWindow plan;       // the window the row's step reads
+    bool needs_fp = false; // the row's rules read the FP's value
     std::uint32_t fallback_reads = 0;
 };
 
@@ -40,8 +39,8 @@ struct FrameOutput {
 // empty); when it does not hold the row's planned window, that window is
 // read from `target` in one request. The link register and any other
 // register a topmost frame's rules name come from `registers`.
-Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, std::uint64_t window_addr,
-                                   std::span<const std::uint8_t> window, MemoryReader& target,
-                                   RegisterSource& registers);
+Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in,
+                                   std::uint64_t window_addr, std::span<const std::uint8_t> window,
+                                   MemoryReader& target, RegisterSource& registers);
 
 } // namespace sfunwind::gdb

@@ -8,17 +8,14 @@
 // unwind() returning GDB_FAIL passes the frame on. Registers are exchanged
 // by DWARF number in target byte order; registers not set are "not saved".
 // get_frame_id() is called after unwind() for the same frame.
-#include "sfunwind_gdb.h"
-
 #include "frame_unwind.hpp"
 #include "module_table.hpp"
-
 #include "sfunwind/unwind/step.hpp"
-
-#include <gdb/jit-reader.h>
+#include "sfunwind_gdb.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <gdb/jit-reader.h>
 #include <optional>
 
 // GDB refuses readers that do not declare a GPL-compatible licence; MIT is.
@@ -42,15 +39,19 @@ struct DwarfNumbers {
 
 std::optional<DwarfNumbers> numbers(const Abi& abi) {
     switch (abi.arch) {
-    case Arch::X86_64: return DwarfNumbers{abi.ra_reg, abi.sp_reg, abi.fp_reg, -1};
-    case Arch::AArch64: return DwarfNumbers{32, abi.sp_reg, abi.fp_reg, abi.ra_reg};
-    case Arch::S390x: return DwarfNumbers{65, abi.sp_reg, abi.fp_reg, abi.ra_reg};
+    case Arch::X86_64:
+        return DwarfNumbers{abi.ra_reg, abi.sp_reg, abi.fp_reg, -1};
+    case Arch::AArch64:
+        return DwarfNumbers{32, abi.sp_reg, abi.fp_reg, abi.ra_reg};
+    case Arch::S390x:
+        return DwarfNumbers{65, abi.sp_reg, abi.fp_reg, abi.ra_reg};
     // GDB's DWARF register map for PowerPC (rs6000_dwarf2_reg_to_regnum)
     // gives no DWARF number for the PC, and the reader sets registers by
     // DWARF number only: a caller's PC cannot be given, GDB would stop with
     // "frame did not save the PC" (GDB 13 and 18, every number 0-1299
     // tried). PowerPC frames are left to the Python path.
-    case Arch::Ppc64: return std::nullopt;
+    case Arch::Ppc64:
+        return std::nullopt;
     }
     return std::nullopt;
 }
@@ -79,7 +80,8 @@ std::uint64_t decode(const unsigned char* p, int size, sfunwind::ByteOrder order
     return v;
 }
 
-std::optional<std::uint64_t> get_reg(gdb_unwind_callbacks* cb, int regnum, sfunwind::ByteOrder order) {
+std::optional<std::uint64_t> get_reg(gdb_unwind_callbacks* cb, int regnum,
+                                     sfunwind::ByteOrder order) {
     if (regnum < 0) return std::nullopt;
     gdb_reg_value* v = cb->reg_get(cb, regnum);
     if (v == nullptr) return std::nullopt;
@@ -89,7 +91,9 @@ std::optional<std::uint64_t> get_reg(gdb_unwind_callbacks* cb, int regnum, sfunw
     return out;
 }
 
-void free_value(gdb_reg_value* v) { std::free(v); }
+void free_value(gdb_reg_value* v) {
+    std::free(v);
+}
 
 void set_reg(gdb_unwind_callbacks* cb, int regnum, std::uint64_t value, sfunwind::ByteOrder order) {
     // gdb_reg_value ends in a one-byte array that is really `size` bytes.
@@ -106,23 +110,25 @@ void set_reg(gdb_unwind_callbacks* cb, int regnum, std::uint64_t value, sfunwind
 }
 
 class JitMemory final : public sfunwind::MemoryReader {
-public:
+  public:
     explicit JitMemory(gdb_target_read* reader) : read_(reader) {}
     bool read(std::uint64_t addr, std::span<std::uint8_t> out) override {
         return out.size() <= 0x7fffffff &&
                read_(addr, out.data(), static_cast<int>(out.size())) == GDB_SUCCESS;
     }
 
-private:
+  private:
     gdb_target_read* read_;
 };
 
 class JitRegisters final : public sfunwind::RegisterSource {
-public:
+  public:
     JitRegisters(gdb_unwind_callbacks* cb, sfunwind::ByteOrder order) : cb_(cb), order_(order) {}
-    std::optional<std::uint64_t> get(std::uint16_t reg) override { return get_reg(cb_, reg, order_); }
+    std::optional<std::uint64_t> get(std::uint16_t reg) override {
+        return get_reg(cb_, reg, order_);
+    }
 
-private:
+  private:
     gdb_unwind_callbacks* cb_;
     sfunwind::ByteOrder order_;
 };
@@ -218,15 +224,20 @@ gdb_frame_id frame_id(gdb_reader_funcs*, gdb_unwind_callbacks* cb) {
     return gdb_frame_id{0, 0};
 }
 
-void destroy(gdb_reader_funcs*) { state().have_last = false; }
+void destroy(gdb_reader_funcs*) {
+    state().have_last = false;
+}
 
-gdb_reader_funcs reader_funcs{GDB_READER_INTERFACE_VERSION, nullptr, read_debug_info, unwind, frame_id, destroy};
+gdb_reader_funcs reader_funcs{
+    GDB_READER_INTERFACE_VERSION, nullptr, read_debug_info, unwind, frame_id, destroy};
 
 } // namespace
 
 extern "C" {
 
-gdb_reader_funcs* gdb_init_reader(void) { return &reader_funcs; }
+gdb_reader_funcs* gdb_init_reader(void) {
+    return &reader_funcs;
+}
 
 void sfunwind_gdb_get_native_stats(struct sfunwind_gdb_native_stats* out) {
     if (out != nullptr) *out = state().stats;

@@ -36,17 +36,20 @@ void text_range(const sframe::Section& section, std::uint64_t& begin, std::uint6
 
 // The key ids_ finds a placed module by: its table.
 const void* table_key(const Module& m) noexcept {
-    return m.section ? static_cast<const void*>(m.section.get()) : static_cast<const void*>(m.rows.get());
+    return m.section ? static_cast<const void*>(m.section.get())
+                     : static_cast<const void*>(m.rows.get());
 }
 
 // A 64-bit PowerPC file without SFrame: its traceback tables (64-bit
 // PowerPC ELF ABI 3.3), which GCC writes after every function by default.
 // NotFound when no function symbol leads to a table (-mtraceback=no).
-Expected<OpenModule> open_traceback_tables(const std::string& path, std::shared_ptr<const elf::ElfFile> elf) {
+Expected<OpenModule> open_traceback_tables(const std::string& path,
+                                           std::shared_ptr<const elf::ElfFile> elf) {
     auto index = ppc64::TracebackIndex::build(*elf);
     if (!index) return std::move(index).error();
     const std::size_t tables = index->by_symbols().tables.size();
-    if (tables == 0) return Error(Errc::NotFound, path + ": no SFrame section and no traceback tables");
+    if (tables == 0)
+        return Error(Errc::NotFound, path + ": no SFrame section and no traceback tables");
     OpenModule m;
     m.name = path;
     m.elf = elf.get();
@@ -60,14 +63,16 @@ Expected<OpenModule> open_traceback_tables(const std::string& path, std::shared_
         m.text_end = std::max(m.text_end, code.vaddr + code.bytes.size());
     }
     auto shared = std::make_shared<const ppc64::TracebackIndex>(std::move(*index));
-    m.rows = std::make_shared<const RowSourceOf<ppc64::TracebackIndex>>(std::move(shared), "ppc64 traceback tables");
+    m.rows = std::make_shared<const RowSourceOf<ppc64::TracebackIndex>>(std::move(shared),
+                                                                        "ppc64 traceback tables");
     return m;
 }
 
 } // namespace
 
 std::string OpenModule::kind() const {
-    if (section) return "SFrame v" + std::to_string(static_cast<unsigned>(section->header().version));
+    if (section)
+        return "SFrame v" + std::to_string(static_cast<unsigned>(section->header().version));
     return rows ? rows->kind() : "closed";
 }
 
@@ -106,12 +111,13 @@ Expected<std::int32_t> ModuleTable::open_file(const std::string& path) {
     return add(std::move(m));
 }
 
-Expected<std::int32_t> ModuleTable::open_bytes(std::span<const std::uint8_t> bytes, std::uint64_t vaddr,
-                                               std::string name) {
+Expected<std::int32_t> ModuleTable::open_bytes(std::span<const std::uint8_t> bytes,
+                                               std::uint64_t vaddr, std::string name) {
     auto copy = std::make_shared<std::vector<std::uint8_t>>(bytes.begin(), bytes.end());
     auto section = sframe::Section::parse(*copy, vaddr);
     if (!section)
-        return Error(section.error().code(), name + ": " + section.error().what(), section.error().where());
+        return Error(section.error().code(), name + ": " + section.error().what(),
+                     section.error().where());
     OpenModule m;
     m.name = std::move(name);
     m.owner = copy;
@@ -120,7 +126,8 @@ Expected<std::int32_t> ModuleTable::open_bytes(std::span<const std::uint8_t> byt
 }
 
 const OpenModule* ModuleTable::get(std::int32_t id) const noexcept {
-    if (id < 0 || static_cast<std::size_t>(id) >= modules_.size() || !modules_[static_cast<std::size_t>(id)].is_open())
+    if (id < 0 || static_cast<std::size_t>(id) >= modules_.size() ||
+        !modules_[static_cast<std::size_t>(id)].is_open())
         return nullptr;
     return &modules_[static_cast<std::size_t>(id)];
 }
@@ -143,7 +150,8 @@ Status ModuleTable::unplace(std::int32_t id) {
 
 void ModuleTable::reset() {
     // Ids stay unique for the life of the process: closed slots keep no table.
-    for (auto& m : modules_) m = OpenModule{};
+    for (auto& m : modules_)
+        m = OpenModule{};
     rebuild();
     new_stop();
 }
@@ -208,7 +216,8 @@ Expected<FoundRow> ModuleTable::lookup(std::uint64_t pc) const {
 // starts a function while PC - 1 lies in another one is taken as a return
 // address past a noreturn call (the usual case: a call to abort() ending a
 // function); any other row start as an exact PC (a signal landing there).
-Expected<FrameLookup> ModuleTable::lookup_frame(std::uint64_t pc, std::uint64_t sp, std::int32_t level) const {
+Expected<FrameLookup> ModuleTable::lookup_frame(std::uint64_t pc, std::uint64_t sp,
+                                                std::int32_t level) const {
     auto exact = [&](bool topmost) -> Expected<FrameLookup> {
         auto found = lookup(pc);
         if (!found) return std::move(found).error();
@@ -220,7 +229,8 @@ Expected<FrameLookup> ModuleTable::lookup_frame(std::uint64_t pc, std::uint64_t 
         return FrameLookup{*found, false};
     };
     if (level == 0 || pc == 0) return exact(true);
-    if (auto it = callers_.find(FrameKey{pc, sp}); it != callers_.end()) return it->second ? exact(true) : caller();
+    if (auto it = callers_.find(FrameKey{pc, sp}); it != callers_.end())
+        return it->second ? exact(true) : caller();
     if (topmost_ && *topmost_ == FrameKey{pc, sp}) return exact(true);
 
     auto at_pc = lookup(pc);
@@ -248,6 +258,8 @@ void ModuleTable::new_stop() noexcept {
     topmost_.reset();
 }
 
-void ModuleTable::set_topmost(std::uint64_t pc, std::uint64_t sp) noexcept { topmost_ = FrameKey{pc, sp}; }
+void ModuleTable::set_topmost(std::uint64_t pc, std::uint64_t sp) noexcept {
+    topmost_ = FrameKey{pc, sp};
+}
 
 } // namespace sfunwind::gdb

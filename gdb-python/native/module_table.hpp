@@ -28,14 +28,14 @@ namespace sfunwind::gdb {
 
 struct OpenModule {
     std::string name;
-    std::shared_ptr<const void> owner;              // keeps the table's bytes alive
+    std::shared_ptr<const void> owner; // keeps the table's bytes alive
     // The module's table: its SFrame section, or else another row source
     // (ppc64 traceback tables). Both are null once the module is closed.
     std::shared_ptr<const sframe::Section> section;
     std::shared_ptr<const RowSource> rows;
-    std::uint32_t functions = 0;                    // `rows`: functions with a table
-    const elf::ElfFile* elf = nullptr;              // null for modules opened from bytes
-    std::uint64_t text_begin = 0;                   // link-time range the table covers
+    std::uint32_t functions = 0;       // `rows`: functions with a table
+    const elf::ElfFile* elf = nullptr; // null for modules opened from bytes
+    std::uint64_t text_begin = 0;      // link-time range the table covers
     std::uint64_t text_end = 0;
     bool placed = false;
     std::uint64_t bias = 0;
@@ -48,7 +48,7 @@ struct OpenModule {
 
 // A row found for a run-time PC, with the module it came from.
 struct FoundRow {
-    Row row;                  // link-time addresses
+    Row row; // link-time addresses
     std::int32_t module = -1;
     std::uint64_t bias = 0;
     const Abi* abi = nullptr;
@@ -63,9 +63,10 @@ struct FrameLookup {
 };
 
 class ModuleTable {
-public:
+  public:
     Expected<std::int32_t> open_file(const std::string& path);
-    Expected<std::int32_t> open_bytes(std::span<const std::uint8_t> bytes, std::uint64_t vaddr, std::string name);
+    Expected<std::int32_t> open_bytes(std::span<const std::uint8_t> bytes, std::uint64_t vaddr,
+                                      std::string name);
     const OpenModule* get(std::int32_t id) const noexcept;
     Status place(std::int32_t id, std::uint64_t bias);
     Status unplace(std::int32_t id);
@@ -79,7 +80,8 @@ public:
 
     // Chooses between pc and pc - 1 for a frame with registers (pc, sp) at
     // GDB frame level `level` (-1: unknown). See module_table.cpp.
-    Expected<FrameLookup> lookup_frame(std::uint64_t pc, std::uint64_t sp, std::int32_t level) const;
+    Expected<FrameLookup> lookup_frame(std::uint64_t pc, std::uint64_t sp,
+                                       std::int32_t level) const;
 
     // Records the caller frame a step produced, so that it is looked up as a
     // caller when GDB asks to unwind it (`interrupted`: the row was a signal
@@ -90,7 +92,7 @@ public:
     void new_stop() noexcept;
     void set_topmost(std::uint64_t pc, std::uint64_t sp) noexcept;
 
-private:
+  private:
     Expected<std::int32_t> add(OpenModule module);
     void rebuild();
 
@@ -105,7 +107,7 @@ private:
         }
     };
 
-    std::vector<OpenModule> modules_;                // index = module id
+    std::vector<OpenModule> modules_; // index = module id
     ModuleSet placed_;
     // Module id by the placed module's table (its section or row source).
     std::unordered_map<const void*, std::int32_t> ids_;

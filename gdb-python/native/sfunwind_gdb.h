@@ -74,14 +74,14 @@ struct sfunwind_gdb_row {
     uint32_t func_size;
     uint32_t fde_index;
     uint32_t fre_index;
-    int32_t module;          /* module id */
+    int32_t module; /* module id */
     uint16_t cfa_reg;
     uint8_t cfa_deref;
     uint8_t reserved;
     int32_t cfa_offset;
     struct sfunwind_gdb_rule ra;
     struct sfunwind_gdb_rule fp;
-    uint32_t flags;          /* sfunwind_gdb_row_flags */
+    uint32_t flags; /* sfunwind_gdb_row_flags */
     /* Window: [value of window_reg + window_offset, + window_size). */
     uint16_t window_reg;
     uint16_t reserved2;
@@ -101,7 +101,7 @@ struct sfunwind_gdb_regs {
 };
 
 struct sfunwind_gdb_step_result {
-    uint64_t pc;             /* caller's PC (PAC bits stripped) */
+    uint64_t pc; /* caller's PC (PAC bits stripped) */
     uint64_t sp;
     uint64_t fp;
     uint64_t cfa;
@@ -126,18 +126,18 @@ enum sfunwind_gdb_table {
 
 /* The SFrame fields (version to section_size) are 0 for other tables. */
 struct sfunwind_gdb_module_info {
-    uint32_t version;        /* SFrame version */
-    uint32_t abi_arch;       /* sfh_abi_arch */
-    uint32_t flags;          /* sfh_flags */
+    uint32_t version;  /* SFrame version */
+    uint32_t abi_arch; /* sfh_abi_arch */
+    uint32_t flags;    /* sfh_flags */
     uint32_t num_fdes;
     uint32_t num_fres;
-    uint32_t placed;         /* sfunwind_gdb_place() was called */
-    uint64_t section_vaddr;  /* link-time address of the section */
-    uint64_t section_size;   /* bytes used */
-    uint64_t text_begin;     /* link-time [begin, end) the table covers */
+    uint32_t placed;        /* sfunwind_gdb_place() was called */
+    uint64_t section_vaddr; /* link-time address of the section */
+    uint64_t section_size;  /* bytes used */
+    uint64_t text_begin;    /* link-time [begin, end) the table covers */
     uint64_t text_end;
-    uint64_t bias;           /* run time - link time, once placed */
-    uint16_t sp_reg;         /* DWARF numbers of the ABI's SP, FP, RA */
+    uint64_t bias;   /* run time - link time, once placed */
+    uint16_t sp_reg; /* DWARF numbers of the ABI's SP, FP, RA */
     uint16_t fp_reg;
     uint16_t ra_reg;
     uint16_t ra_in_register; /* the ABI has a link register */
@@ -145,8 +145,8 @@ struct sfunwind_gdb_module_info {
     uint32_t table;          /* sfunwind_gdb_table */
     uint32_t num_functions;  /* traceback tables: functions with a table */
     uint32_t reserved;
-    char abi_name[16];       /* "amd64", "ppc64le", ... (NUL-terminated) */
-    char kind[32];           /* "SFrame v3", "ppc64 traceback tables" */
+    char abi_name[16]; /* "amd64", "ppc64le", ... (NUL-terminated) */
+    char kind[32];     /* "SFrame v3", "ppc64 traceback tables" */
 };
 
 int sfunwind_gdb_api_version(void);
@@ -163,7 +163,8 @@ int32_t sfunwind_gdb_open_file(const char* path);
  * memory, a separate file); `vaddr` is the address the bytes are at, in the
  * same terms as the PCs later looked up with bias 0. The bytes are copied.
  * Returns a module id >= 0, or the negated status. */
-int32_t sfunwind_gdb_open_bytes(const uint8_t* bytes, size_t size, uint64_t vaddr, const char* name);
+int32_t sfunwind_gdb_open_bytes(const uint8_t* bytes, size_t size, uint64_t vaddr,
+                                const char* name);
 int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info* out);
 /* Link-time address of a named ELF section of a module opened from a file
  * (for load bias computations); NOT_FOUND if there is none. */
@@ -185,47 +186,49 @@ int sfunwind_gdb_lookup(uint64_t pc, struct sfunwind_gdb_row* out);
  * from the level, the frames sfunwind_gdb_step() produced since the last
  * sfunwind_gdb_new_stop(), and the rows (see module_table.cpp). *topmost
  * receives 1 when the frame's registers are all live (pass it to step). */
-int sfunwind_gdb_lookup_frame(uint64_t pc, uint64_t sp, int32_t level, struct sfunwind_gdb_row* out, int* topmost);
+int sfunwind_gdb_lookup_frame(uint64_t pc, uint64_t sp, int32_t level, struct sfunwind_gdb_row* out,
+                              int* topmost);
 /* "CFA=rsp+16 RA=[CFA-8] FP=u" for a row. Returns the length written. */
 size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size_t size);
 /* One step (sfunwind::step): the caller's registers from this frame's and
- * the row, and records the caller for sfunwind_gdb_lookup_frame(). `window` holds `window_size` bytes of target memory at
- * `window_addr` (may be empty); other reads go to `read` (may be null).
+ * the row, and records the caller for sfunwind_gdb_lookup_frame(). `window` holds `window_size`
+ * bytes of target memory at `window_addr` (may be empty); other reads go to `read` (may be null).
  * Registers a rule names beyond pc/sp/fp/ra come from `reg` (may be null),
  * in the topmost frame only. Returns OUTERMOST at the end of the stack. */
-int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_gdb_regs* regs, int topmost,
-                      uint64_t window_addr, const uint8_t* window, size_t window_size, sfunwind_gdb_read_fn read,
-                      sfunwind_gdb_reg_fn reg, struct sfunwind_gdb_step_result* out);
+int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_gdb_regs* regs,
+                      int topmost, uint64_t window_addr, const uint8_t* window, size_t window_size,
+                      sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg,
+                      struct sfunwind_gdb_step_result* out);
 
 /* A frame as GDB's Python unwinder sees it. */
 struct sfunwind_gdb_frame {
     uint64_t pc;
     uint64_t sp;
-    uint64_t fp;             /* if has_fp */
-    uint64_t ra;             /* the link register, if has_ra */
+    uint64_t fp; /* if has_fp */
+    uint64_t ra; /* the link register, if has_ra */
     uint32_t has_fp;
     uint32_t has_ra;
-    int32_t level;           /* GDB's frame level, -1 if unknown */
-    uint32_t window_size;    /* bytes at `window` (0: no window) */
-    uint64_t window_addr;    /* target address of window[0] */
-    const uint8_t* window;   /* prefetched stack memory */
+    int32_t level;         /* GDB's frame level, -1 if unknown */
+    uint32_t window_size;  /* bytes at `window` (0: no window) */
+    uint64_t window_addr;  /* target address of window[0] */
+    const uint8_t* window; /* prefetched stack memory */
 };
 
 struct sfunwind_gdb_unwind_result {
-    uint64_t pc;             /* the caller's registers (PAC bits stripped) */
+    uint64_t pc; /* the caller's registers (PAC bits stripped) */
     uint64_t sp;
     uint64_t fp;
     uint64_t cfa;
-    uint64_t func_start;     /* run time: with cfa, the frame's id */
+    uint64_t func_start; /* run time: with cfa, the frame's id */
     int32_t module;
-    uint32_t topmost;        /* the frame was looked up at its exact pc */
+    uint32_t topmost; /* the frame was looked up at its exact pc */
     uint32_t fp_restored;
     uint32_t fallback_reads; /* reads neither window served */
     uint32_t row_flags;      /* sfunwind_gdb_row_flags */
     /* The window the row's step reads, [value of window_reg + window_offset,
      * + window_size): prefetch it when this pc comes again. */
     uint16_t window_reg;
-    uint16_t needs_fp;       /* the row's rules read the FP's value */
+    uint16_t needs_fp; /* the row's rules read the FP's value */
     uint32_t window_size;
     int64_t window_offset;
 };
@@ -241,7 +244,8 @@ void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn r
  * out->fp_restored: otherwise the caller's FP is the frame's own, which the
  * caller of this function already holds (GDB's Python API charges for
  * every register value converted to a number). */
-int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame, struct sfunwind_gdb_unwind_result* out);
+int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
+                        struct sfunwind_gdb_unwind_result* out);
 
 /* The native (JIT reader) path's bookkeeping. */
 struct sfunwind_gdb_native_stats {

@@ -8,12 +8,13 @@ namespace sfunwind::lldb_plugin {
 Expected<ParsedArgs> parse_args(char** argv, std::span<const OptionSpec> specs) {
     ParsedArgs out;
     std::vector<std::string> words;
-    for (char** p = argv; p != nullptr && *p != nullptr; ++p) words.emplace_back(*p);
+    for (char** p = argv; p != nullptr && *p != nullptr; ++p)
+        words.emplace_back(*p);
     for (std::size_t i = 0; i < words.size(); ++i) {
         const std::string& w = words[i];
         if (w == "--") {
-            out.positional.insert(out.positional.end(), words.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                                  words.end());
+            out.positional.insert(out.positional.end(),
+                                  words.begin() + static_cast<std::ptrdiff_t>(i) + 1, words.end());
             break;
         }
         if (w.size() < 2 || w[0] != '-' || (w[1] >= '0' && w[1] <= '9')) {

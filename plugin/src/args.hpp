@@ -16,7 +16,7 @@
 namespace sfunwind::lldb_plugin {
 
 struct OptionSpec {
-    char short_name;             // '\0' when there is none
+    char short_name; // '\0' when there is none
     std::string_view long_name;
     bool takes_value;
 };

@@ -26,7 +26,7 @@
 namespace sfunwind::lldb_plugin {
 
 class BuildIdFiles {
-public:
+  public:
     struct Found {
         std::string path;    // empty when no candidate has the build-id
         bool sframe = false; // the file has SFrame
@@ -37,14 +37,15 @@ public:
     // One more candidate, searched first from now on.
     void remember(const std::string& path);
 
-private:
+  private:
     // What identifies one version of a file on disk.
-    using FileKey = std::tuple<std::uint64_t, std::uint64_t, std::int64_t, std::int64_t>; // dev, inode, size, mtime ns
+    using FileKey = std::tuple<std::uint64_t, std::uint64_t, std::int64_t,
+                               std::int64_t>; // dev, inode, size, mtime ns
     struct FileInfo {
-        std::string build_id;            // empty when the file has none
+        std::string build_id; // empty when the file has none
         bool sframe = false;
-        bool core = false;               // an ELF core file
-        std::vector<std::string> named;  // a core's NT_FILE names
+        bool core = false;              // an ELF core file
+        std::vector<std::string> named; // a core's NT_FILE names
     };
 
     // The file's info, read once per version; null when it is no regular file.
@@ -53,7 +54,7 @@ private:
 
     std::mutex mutex_;
     std::map<FileKey, FileInfo> files_;
-    std::vector<std::string> remembered_;   // most recent first
+    std::vector<std::string> remembered_; // most recent first
     std::set<std::string> remembered_set_;
 };
 

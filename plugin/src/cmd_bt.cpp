@@ -45,13 +45,14 @@ std::optional<FrameRegs> parse_registers(const std::string& text) {
 constexpr std::uint32_t default_max_frames = 100000;
 
 class BtCommand final : public Command {
-public:
+  public:
     using Command::Command;
 
-protected:
+  protected:
     std::span<const OptionSpec> options() const override { return bt_options; }
 
-    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
+    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args,
+             lldb::SBCommandReturnObject& result) override {
         auto request = thread_request(debugger, args, "sframe bt", default_max_frames, result);
         if (!request) return false;
         StopContext& stop = request->stop;
@@ -59,7 +60,8 @@ protected:
         if (const auto* r = args.get("from-registers")) {
             given = parse_registers(*r);
             if (!given) {
-                result.SetError(("sframe bt: --from-registers wants PC,SP,FP[,RA], not '" + *r + "'").c_str());
+                result.SetError(
+                    ("sframe bt: --from-registers wants PC,SP,FP[,RA], not '" + *r + "'").c_str());
                 return false;
             }
         }
@@ -95,8 +97,9 @@ protected:
         if (!args.has("summary"))
             for (std::size_t i = 0; i < w.views.size(); ++i) {
                 const FrameView& v = w.views[i];
-                std::string line = "  #" + std::to_string(i) + "  pc=" + addr16(v.pc) + " cfa=" + addr16(v.cfa) +
-                                   " sp=" + addr16(v.sp) + " fp=" + addr16(v.fp) + "  " +
+                std::string line = "  #" + std::to_string(i) + "  pc=" + addr16(v.pc) +
+                                   " cfa=" + addr16(v.cfa) + " sp=" + addr16(v.sp) +
+                                   " fp=" + addr16(v.fp) + "  " +
                                    (v.function.empty() ? std::string("??") : v.function);
                 if (!v.module.empty()) line += " (" + v.module + ")";
                 if (!v.rule.empty()) line += "\n        row: " + v.rule;
@@ -112,6 +115,8 @@ protected:
 
 } // namespace
 
-lldb::SBCommandPluginInterface* make_bt_command(Session& s) { return new BtCommand(s); }
+lldb::SBCommandPluginInterface* make_bt_command(Session& s) {
+    return new BtCommand(s);
+}
 
 } // namespace sfunwind::lldb_plugin

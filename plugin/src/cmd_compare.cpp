@@ -17,28 +17,31 @@ constexpr std::array<OptionSpec, 3> compare_options{{count_option, thread_option
 // Frames compared when -c is not given (both unwinds stop there).
 constexpr std::uint32_t default_max_frames = 4096;
 
-std::string field(const char* name, const std::optional<std::uint64_t>& s, const std::optional<std::uint64_t>& r,
-                  bool compared, bool equal) {
+std::string field(const char* name, const std::optional<std::uint64_t>& s,
+                  const std::optional<std::uint64_t>& r, bool compared, bool equal) {
     if (!compared) return std::string(" ") + name + " " + addr16(s ? s : r) + (s || r ? "?" : " ");
     if (equal) return std::string(" ") + name + " " + addr16(s) + " ";
     return std::string(" ") + name + " SFrame " + addr16(s) + " LLDB " + addr16(r) + " ";
 }
 
 class CompareCommand final : public Command {
-public:
+  public:
     using Command::Command;
 
-protected:
+  protected:
     std::span<const OptionSpec> options() const override { return compare_options; }
 
-    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
+    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args,
+             lldb::SBCommandReturnObject& result) override {
         auto request = thread_request(debugger, args, "sframe compare", default_max_frames, result);
         if (!request) return false;
         StopContext& stop = request->stop;
         const std::uint32_t max_frames = request->max_frames;
         if (provider_active(debugger, stop.target)) {
-            result.SetError("sframe compare: the SFrame frame provider is on, so LLDB's frames are SFrame's own, "
-                            "and reading their registers crashes LLDB 23; run 'sframe provider off' first");
+            result.SetError(
+                "sframe compare: the SFrame frame provider is on, so LLDB's frames are SFrame's "
+                "own, "
+                "and reading their registers crashes LLDB 23; run 'sframe provider off' first");
             return false;
         }
         auto walk = sframe_walk(session_.catalog, stop, max_frames);
@@ -60,7 +63,8 @@ protected:
                     lldb_limit = static_cast<std::uint32_t>(i > 1 ? i - 1 : 1);
                     limited = "LLDB's frames stop at frame " + std::to_string(lldb_limit - 1) +
                               ": LLDB " + std::to_string(lldb_major_version()) +
-                              " crashes unwinding past an s390x signal trampoline (frame " + std::to_string(i) + ")";
+                              " crashes unwinding past an s390x signal trampoline (frame " +
+                              std::to_string(i) + ")";
                     break;
                 }
         const std::vector<FrameView> ref = lldb_frames(stop, lldb_limit);
@@ -79,7 +83,12 @@ protected:
             j.key("matches").begin_array();
             for (const auto& m : cmp.frames) {
                 j.begin_object();
-                j.key("pc").value(m.pc).key("cfa").value(m.cfa).key("cfa_compared").value(m.cfa_compared);
+                j.key("pc")
+                    .value(m.pc)
+                    .key("cfa")
+                    .value(m.cfa)
+                    .key("cfa_compared")
+                    .value(m.cfa_compared);
                 j.key("sp").value(m.sp).key("sp_compared").value(m.sp_compared);
                 j.key("fp").value(m.fp).key("fp_compared").value(m.fp_compared);
                 j.end_object();
@@ -110,7 +119,8 @@ protected:
             const FrameView& s = sf[i];
             const FrameView& r = ref[i];
             std::string line = "  #" + std::to_string(i) + (m.equal() ? "  same " : "  DIFF ");
-            line += m.pc ? " pc " + addr16(s.pc) + " " : " pc SFrame " + addr16(s.pc) + " LLDB " + addr16(r.pc) + " ";
+            line += m.pc ? " pc " + addr16(s.pc) + " "
+                         : " pc SFrame " + addr16(s.pc) + " LLDB " + addr16(r.pc) + " ";
             line += field("cfa", s.cfa, r.cfa, m.cfa_compared, m.cfa);
             line += field("sp", s.sp, r.sp, m.sp_compared, m.sp);
             line += field("fp", s.fp, r.fp, m.fp_compared, m.fp);
@@ -118,15 +128,18 @@ protected:
             result.Printf("%s\n", line.c_str());
         }
         for (std::size_t i = cmp.frames.size(); i < ref.size(); ++i)
-            result.Printf("  #%zu  LLDB only   pc %s  %s\n", i, addr16(ref[i].pc).c_str(), ref[i].function.c_str());
+            result.Printf("  #%zu  LLDB only   pc %s  %s\n", i, addr16(ref[i].pc).c_str(),
+                          ref[i].function.c_str());
         for (std::size_t i = cmp.frames.size(); i < sf.size(); ++i)
-            result.Printf("  #%zu  SFrame only pc %s  %s\n", i, addr16(sf[i].pc).c_str(), sf[i].function.c_str());
+            result.Printf("  #%zu  SFrame only pc %s  %s\n", i, addr16(sf[i].pc).c_str(),
+                          sf[i].function.c_str());
         if (!limited.empty()) result.Printf("note: %s\n", limited.c_str());
         result.Printf("%zu of %zu frames agree (a ? marks a value only one side has)\n", cmp.equal,
                       cmp.frames.size());
         if (cmp.first)
-            result.Printf("first divergence at frame %zu (%s; SFrame limit: %s): %s\n", cmp.first->frame,
-                          to_string(cmp.first->kind), to_string(cmp.first->limit), cmp.first->explanation.c_str());
+            result.Printf("first divergence at frame %zu (%s; SFrame limit: %s): %s\n",
+                          cmp.first->frame, to_string(cmp.first->kind), to_string(cmp.first->limit),
+                          cmp.first->explanation.c_str());
         else
             result.Printf("the two unwinds agree on every frame\n");
         return true;
@@ -135,6 +148,8 @@ protected:
 
 } // namespace
 
-lldb::SBCommandPluginInterface* make_compare_command(Session& s) { return new CompareCommand(s); }
+lldb::SBCommandPluginInterface* make_compare_command(Session& s) {
+    return new CompareCommand(s);
+}
 
 } // namespace sfunwind::lldb_plugin

@@ -3,10 +3,9 @@
 // and make LLDB use them (coverage.hpp). Also what the plugin's stop hook runs.
 #include "command.hpp"
 
-#include <lldb/API/SBFile.h>
-
 #include <array>
 #include <cstdint>
+#include <lldb/API/SBFile.h>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -19,28 +18,33 @@ constexpr std::array<OptionSpec, 4> cover_options{{
 }};
 
 class CoverCommand final : public Command {
-public:
+  public:
     using Command::Command;
 
-protected:
+  protected:
     std::span<const OptionSpec> options() const override { return cover_options; }
 
-    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
+    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args,
+             lldb::SBCommandReturnObject& result) override {
         if (args.has("on") && args.has("off")) {
             result.SetError("sframe cover: --on or --off, not both");
             return false;
         }
         if (args.has("off")) {
             session_.coverage.set_enabled(debugger, false);
-            result.Printf("SFrame debug files: off for modules LLDB loads from now on (files already in use stay "
+            result.Printf("SFrame debug files: off for modules LLDB loads from now on (files "
+                          "already in use stay "
                           "in use)\n");
             return true;
         }
         if (args.has("on")) session_.coverage.set_enabled(debugger, true);
-        if (const auto* dir = args.get("cache-dir")) session_.coverage.set_cache_dir(debugger, *dir);
+        if (const auto* dir = args.get("cache-dir"))
+            session_.coverage.set_cache_dir(debugger, *dir);
         lldb::SBTarget target = debugger.GetSelectedTarget();
         if (!target.IsValid()) {
-            if (!args.has("stop-hook")) result.Printf("no target; debug files go to %s\n", session_.coverage.cache_dir().c_str());
+            if (!args.has("stop-hook"))
+                result.Printf("no target; debug files go to %s\n",
+                              session_.coverage.cache_dir().c_str());
             return true;
         }
         const bool quiet = args.has("stop-hook");
@@ -51,20 +55,22 @@ protected:
             // to the debugger's error file, once each.
             std::string text;
             for (const auto& line : lines)
-                if (line.find("not covered") != std::string::npos || line.find("failed") != std::string::npos ||
-                    line.rfind("hint:", 0) == 0)
+                if (line.find("not covered") != std::string::npos ||
+                    line.find("failed") != std::string::npos || line.rfind("hint:", 0) == 0)
                     text += "sframe: " + line + "\n";
             for (const auto& problem : session_.catalog.take_new_problems())
                 text += "warning: sframe: " + problem + "\n";
             if (!text.empty()) {
                 lldb::SBFile err = debugger.GetErrorFile();
                 std::size_t written = 0;
-                err.Write(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), &written);
+                err.Write(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(),
+                          &written);
                 err.Flush();
             }
             return true;
         }
-        for (const auto& line : lines) result.Printf("sframe: %s\n", line.c_str());
+        for (const auto& line : lines)
+            result.Printf("sframe: %s\n", line.c_str());
         if (!quiet) {
             std::size_t in_use = 0;
             std::size_t with_sframe = 0;
@@ -72,8 +78,9 @@ protected:
                 if (c.state != ModuleCoverage::State::NoSframe) ++with_sframe;
                 if (c.state == ModuleCoverage::State::InUse) ++in_use;
             }
-            result.Printf("%zu of %zu modules with SFrame unwind through generated DWARF CFI (cache %s)\n", in_use,
-                          with_sframe, session_.coverage.cache_dir().c_str());
+            result.Printf(
+                "%zu of %zu modules with SFrame unwind through generated DWARF CFI (cache %s)\n",
+                in_use, with_sframe, session_.coverage.cache_dir().c_str());
         }
         return true;
     }
@@ -81,6 +88,8 @@ protected:
 
 } // namespace
 
-lldb::SBCommandPluginInterface* make_cover_command(Session& s) { return new CoverCommand(s); }
+lldb::SBCommandPluginInterface* make_cover_command(Session& s) {
+    return new CoverCommand(s);
+}
 
 } // namespace sfunwind::lldb_plugin

@@ -2,12 +2,10 @@
 // `sframe dump [MODULE]`: a module's SFrame section in objdump --sframe's
 // layout (the core's sframe::dump()).
 #include "command.hpp"
-
 #include "sfunwind/sframe/dump.hpp"
 
-#include <lldb/API/SBFileSpec.h>
-
 #include <array>
+#include <lldb/API/SBFileSpec.h>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -15,13 +13,14 @@ namespace {
 constexpr std::array<OptionSpec, 0> dump_options{};
 
 class DumpCommand final : public Command {
-public:
+  public:
     using Command::Command;
 
-protected:
+  protected:
     std::span<const OptionSpec> options() const override { return dump_options; }
 
-    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
+    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args,
+             lldb::SBCommandReturnObject& result) override {
         lldb::SBTarget target = debugger.GetSelectedTarget();
         if (!target.IsValid()) {
             result.SetError("sframe dump: no target");
@@ -42,7 +41,8 @@ protected:
         for (const auto& m : modules)
             if (m.name == wanted || m.path == wanted) found = &m;
         if (found == nullptr) {
-            result.SetError(("sframe dump: no module named '" + wanted + "' (see 'image list')").c_str());
+            result.SetError(
+                ("sframe dump: no module named '" + wanted + "' (see 'image list')").c_str());
             return false;
         }
         if (!found->file->section) {
@@ -51,13 +51,16 @@ protected:
         }
         sframe::DumpOptions opt;
         if (found->file->where) opt.section_name = found->file->where->name;
-        result.Printf("%s:\n%s", found->path.c_str(), sframe::dump(*found->file->section, opt).c_str());
+        result.Printf("%s:\n%s", found->path.c_str(),
+                      sframe::dump(*found->file->section, opt).c_str());
         return true;
     }
 };
 
 } // namespace
 
-lldb::SBCommandPluginInterface* make_dump_command(Session& s) { return new DumpCommand(s); }
+lldb::SBCommandPluginInterface* make_dump_command(Session& s) {
+    return new DumpCommand(s);
+}
 
 } // namespace sfunwind::lldb_plugin

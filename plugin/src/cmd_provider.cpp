@@ -16,12 +16,11 @@
 #include "command.hpp"
 #include "sb_target.hpp"
 
-#include <lldb/API/SBCommandInterpreter.h>
-#include <lldb/API/SBExecutionContext.h>
-
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <lldb/API/SBCommandInterpreter.h>
+#include <lldb/API/SBExecutionContext.h>
 #include <system_error>
 
 namespace sfunwind::lldb_plugin {
@@ -90,22 +89,26 @@ class SFrameFrameProvider(ScriptedFrameProvider):
         return None
 )PY";
 
-bool run(lldb::SBDebugger& debugger, lldb::SBTarget& target, const std::string& line, std::string* out) {
+bool run(lldb::SBDebugger& debugger, lldb::SBTarget& target, const std::string& line,
+         std::string* out) {
     lldb::SBCommandReturnObject r;
     lldb::SBExecutionContext context(target);
     debugger.GetCommandInterpreter().HandleCommand(line.c_str(), context, r, false);
-    if (out != nullptr) *out = std::string(r.GetOutput() != nullptr ? r.GetOutput() : "") + (r.GetError() != nullptr ? r.GetError() : "");
+    if (out != nullptr)
+        *out = std::string(r.GetOutput() != nullptr ? r.GetOutput() : "") +
+               (r.GetError() != nullptr ? r.GetError() : "");
     return r.Succeeded();
 }
 
 class ProviderCommand final : public Command {
-public:
+  public:
     using Command::Command;
 
-protected:
+  protected:
     std::span<const OptionSpec> options() const override { return provider_options; }
 
-    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
+    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args,
+             lldb::SBCommandReturnObject& result) override {
         const std::string what = args.positional.empty() ? "status" : args.positional.front();
         const int major = lldb_major_version();
         lldb::SBTarget target = debugger.GetSelectedTarget();
@@ -114,7 +117,8 @@ protected:
                 result.Printf("frame providers need LLDB 22 or newer; this is LLDB %d\n", major);
                 return true;
             }
-            result.Printf("SFrame frame provider: %s\n", target.IsValid() && provider_active(debugger, target) ? "on" : "off");
+            result.Printf("SFrame frame provider: %s\n",
+                          target.IsValid() && provider_active(debugger, target) ? "on" : "off");
             return true;
         }
         if (what != "on" && what != "off") {
@@ -122,8 +126,10 @@ protected:
             return false;
         }
         if (major < 22) {
-            result.SetError(("sframe provider: frame providers need LLDB 22 or newer; this is LLDB " +
-                             std::to_string(major)).c_str());
+            result.SetError(
+                ("sframe provider: frame providers need LLDB 22 or newer; this is LLDB " +
+                 std::to_string(major))
+                    .c_str());
             return false;
         }
         if (!target.IsValid()) {
@@ -132,7 +138,8 @@ protected:
         }
         if (what == "off") {
             std::string out;
-            if (!::sfunwind::lldb_plugin::run(debugger, target, "target frame-provider clear", &out)) {
+            if (!::sfunwind::lldb_plugin::run(debugger, target, "target frame-provider clear",
+                                              &out)) {
                 result.SetError(("sframe provider: " + out).c_str());
                 return false;
             }
@@ -140,9 +147,11 @@ protected:
             return true;
         }
         if (args.has("with-registers") && major <= 23) {
-            result.SetError(("sframe provider: --with-registers is refused on LLDB " + std::to_string(major) +
-                             ": register contexts of provider frames are freed while in use there and crash "
-                             "LLDB (use-after-free in 23.1.4)").c_str());
+            result.SetError(
+                ("sframe provider: --with-registers is refused on LLDB " + std::to_string(major) +
+                 ": register contexts of provider frames are freed while in use there and crash "
+                 "LLDB (use-after-free in 23.1.4)")
+                    .c_str());
             return false;
         }
         const std::filesystem::path dir = session_.coverage.cache_dir();
@@ -158,15 +167,17 @@ protected:
             }
         }
         std::string out;
-        if (!::sfunwind::lldb_plugin::run(debugger, target, "command script import \"" + file.string() + "\"", &out) ||
+        if (!::sfunwind::lldb_plugin::run(
+                debugger, target, "command script import \"" + file.string() + "\"", &out) ||
             !::sfunwind::lldb_plugin::run(debugger, target,
-                                          std::string("target frame-provider register -C ") + provider_module + "." +
-                                              provider_class,
+                                          std::string("target frame-provider register -C ") +
+                                              provider_module + "." + provider_class,
                                           &out)) {
             result.SetError(("sframe provider: " + out).c_str());
             return false;
         }
-        result.Printf("SFrame frame provider: on (%s); bt and frame select show SFrame's frames; caller frames "
+        result.Printf("SFrame frame provider: on (%s); bt and frame select show SFrame's frames; "
+                      "caller frames "
                       "carry a PC only: no registers or variables (LLDB %d)\n",
                       file.c_str(), major);
         return true;
@@ -182,6 +193,8 @@ bool provider_active(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
     return out.find(provider_class) != std::string::npos;
 }
 
-lldb::SBCommandPluginInterface* make_provider_command(Session& s) { return new ProviderCommand(s); }
+lldb::SBCommandPluginInterface* make_provider_command(Session& s) {
+    return new ProviderCommand(s);
+}
 
 } // namespace sfunwind::lldb_plugin

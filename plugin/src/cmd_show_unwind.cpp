@@ -4,9 +4,9 @@
 #include "command.hpp"
 #include "format.hpp"
 #include "sb_target.hpp"
-
 #include "sfunwind/row.hpp"
 
+#include <array>
 #include <lldb/API/SBFrame.h>
 #include <lldb/API/SBProcess.h>
 #include <lldb/API/SBSymbol.h>
@@ -14,8 +14,6 @@
 #include <lldb/API/SBSymbolContextList.h>
 #include <lldb/API/SBThread.h>
 #include <lldb/lldb-defines.h>
-
-#include <array>
 #include <string>
 
 namespace sfunwind::lldb_plugin {
@@ -28,9 +26,12 @@ constexpr std::array<OptionSpec, 2> show_options{{
 
 const char* version_name(sframe::Version v) {
     switch (v) {
-    case sframe::Version::V1: return "v1";
-    case sframe::Version::V2: return "v2";
-    case sframe::Version::V3: return "v3";
+    case sframe::Version::V1:
+        return "v1";
+    case sframe::Version::V2:
+        return "v2";
+    case sframe::Version::V3:
+        return "v3";
     }
     return "?";
 }
@@ -62,37 +63,42 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
         return false;
     }
     if (!mod->file->section) {
-        result.Printf("%s: %s has no usable SFrame section (%s)\n", hex(addr).c_str(), mod->name.c_str(),
-                      mod->file->problem.c_str());
+        result.Printf("%s: %s has no usable SFrame section (%s)\n", hex(addr).c_str(),
+                      mod->name.c_str(), mod->file->problem.c_str());
         return false;
     }
     const sframe::Section& section = *mod->file->section;
     const std::uint64_t link_pc = addr - mod->bias;
     auto fde = section.find_fde(link_pc);
     if (!fde) {
-        result.Printf("%s (link-time %s in %s): %s\n", hex(addr).c_str(), hex(link_pc).c_str(), mod->name.c_str(),
-                      fde.error().message().c_str());
+        result.Printf("%s (link-time %s in %s): %s\n", hex(addr).c_str(), hex(link_pc).c_str(),
+                      mod->name.c_str(), fde.error().message().c_str());
         return false;
     }
     const std::uint64_t begin = fde->start + mod->bias;
     std::string fn = symbol_at(target, begin, false);
-    result.Printf("SFrame unwind rows for %s in %s: FDE %u, [%s-%s) (link-time [%s-%s)), SFrame %s\n",
-                  fn.empty() ? "??" : fn.c_str(), mod->name.c_str(), fde->index, hex(begin).c_str(),
-                  hex(begin + fde->size).c_str(), hex(fde->start).c_str(), hex(fde->end()).c_str(),
-                  version_name(section.version()));
+    result.Printf(
+        "SFrame unwind rows for %s in %s: FDE %u, [%s-%s) (link-time [%s-%s)), SFrame %s\n",
+        fn.empty() ? "??" : fn.c_str(), mod->name.c_str(), fde->index, hex(begin).c_str(),
+        hex(begin + fde->size).c_str(), hex(fde->start).c_str(), hex(fde->end()).c_str(),
+        version_name(section.version()));
     result.Printf("  %s FDE, %s FREs, %u FREs%s%s\n",
                   fde->fde_type == sframe::FdeType::Flex ? "flexible" : "default",
                   fde->pc_type == sframe::PcType::Mask ? "PC-mask" : "PC-increment", fde->num_fres,
-                  fde->signal ? ", signal frame" : "", fde->pauth_key == sframe::PauthKey::B ? ", PAuth key B" : "");
+                  fde->signal ? ", signal frame" : "",
+                  fde->pauth_key == sframe::PauthKey::B ? ", PAuth key B" : "");
     // SFrame v1 stores no repeat block size; the core implies the ABI's PLT
     // entry size, or none (sframe/section.hpp, Fde::rep_size).
-    const std::string stored = std::string("SFrame ") + version_name(section.version()) + " stores no size";
+    const std::string stored =
+        std::string("SFrame ") + version_name(section.version()) + " stores no size";
     if (fde->pc_type == sframe::PcType::Mask && fde->rep_size == 0)
-        result.Printf("  no repeat block size (%s, and none is implied for %s): no row can be looked up\n",
-                      stored.c_str(), std::string(section.abi().name).c_str());
+        result.Printf(
+            "  no repeat block size (%s, and none is implied for %s): no row can be looked up\n",
+            stored.c_str(), std::string(section.abi().name).c_str());
     else if (fde->pc_type == sframe::PcType::Mask)
-        result.Printf("  the rows repeat every %u bytes (PC %% %u selects the row)%s\n", fde->rep_size,
-                      fde->rep_size, fde->rep_size_implied ? ("; implied: " + stored).c_str() : "");
+        result.Printf("  the rows repeat every %u bytes (PC %% %u selects the row)%s\n",
+                      fde->rep_size, fde->rep_size,
+                      fde->rep_size_implied ? ("; implied: " + stored).c_str() : "");
     auto fres = section.fres(*fde);
     if (!fres) {
         result.Printf("  cannot read the FREs: %s\n", fres.error().message().c_str());
@@ -100,7 +106,8 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
     }
     if (fres->empty()) {
         auto row = section.lookup(fde->start);
-        result.Printf("  no FREs: %s\n", row ? describe(*row, section.abi()).c_str() : row.error().message().c_str());
+        result.Printf("  no FREs: %s\n",
+                      row ? describe(*row, section.abi()).c_str() : row.error().message().c_str());
         return true;
     }
     const bool repeats = fde->pc_type == sframe::PcType::Mask && fde->rep_size != 0;
@@ -113,7 +120,8 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
         auto row = section.row(*fde, (*fres)[i], i, next);
         const std::uint64_t at = begin + (*fres)[i].start;
         std::string marker;
-        if (mark_addr && addr >= at + block && addr < begin + block + next) marker = "  <-- " + hex(addr);
+        if (mark_addr && addr >= at + block && addr < begin + block + next)
+            marker = "  <-- " + hex(addr);
         if (row)
             result.Printf("row[%u]: %s (+%u): %s%s\n", i, addr16(at).c_str(), (*fres)[i].start,
                           describe(*row, section.abi()).c_str(), marker.c_str());
@@ -125,13 +133,14 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
 }
 
 class ShowUnwindCommand final : public Command {
-public:
+  public:
     using Command::Command;
 
-protected:
+  protected:
     std::span<const OptionSpec> options() const override { return show_options; }
 
-    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
+    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args,
+             lldb::SBCommandReturnObject& result) override {
         lldb::SBTarget target = debugger.GetSelectedTarget();
         if (!target.IsValid()) {
             result.SetError("sframe show-unwind: no target");
@@ -148,7 +157,8 @@ protected:
         if (by_addr) {
             const auto a = address_argument(target, *args.get("address"));
             if (!a) {
-                result.SetError(("sframe show-unwind: not an address: '" + *args.get("address") + "'").c_str());
+                result.SetError(
+                    ("sframe show-unwind: not an address: '" + *args.get("address") + "'").c_str());
                 return false;
             }
             addrs.push_back(*a);
@@ -160,12 +170,15 @@ protected:
                 if (a != LLDB_INVALID_ADDRESS) addrs.push_back(a);
             }
             if (addrs.empty()) {
-                result.SetError(("sframe show-unwind: no loaded symbol named '" + *args.get("name") + "'").c_str());
+                result.SetError(
+                    ("sframe show-unwind: no loaded symbol named '" + *args.get("name") + "'")
+                        .c_str());
                 return false;
             }
         }
         bool any = false;
-        for (const std::uint64_t a : addrs) any = show(target, modules, a, by_addr, result) || any;
+        for (const std::uint64_t a : addrs)
+            any = show(target, modules, a, by_addr, result) || any;
         if (!any) result.SetStatus(lldb::eReturnStatusFailed);
         return any;
     }
@@ -173,6 +186,8 @@ protected:
 
 } // namespace
 
-lldb::SBCommandPluginInterface* make_show_unwind_command(Session& s) { return new ShowUnwindCommand(s); }
+lldb::SBCommandPluginInterface* make_show_unwind_command(Session& s) {
+    return new ShowUnwindCommand(s);
+}
 
 } // namespace sfunwind::lldb_plugin

@@ -4,9 +4,8 @@
 #include "command.hpp"
 #include "json_out.hpp"
 
-#include <lldb/API/SBDebugger.h>
-
 #include <array>
+#include <lldb/API/SBDebugger.h>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -15,35 +14,44 @@ constexpr std::array<OptionSpec, 1> status_options{{{'j', "json", false}}};
 
 const char* version_name(sframe::Version v) {
     switch (v) {
-    case sframe::Version::V1: return "v1";
-    case sframe::Version::V2: return "v2";
-    case sframe::Version::V3: return "v3";
+    case sframe::Version::V1:
+        return "v1";
+    case sframe::Version::V2:
+        return "v2";
+    case sframe::Version::V3:
+        return "v3";
     }
     return "?";
 }
 
 const char* how_found(elf::SframeLocation::How how) {
     switch (how) {
-    case elf::SframeLocation::How::SectionName: return "section name";
-    case elf::SframeLocation::How::SectionType: return "section type SHT_GNU_SFRAME";
-    case elf::SframeLocation::How::Segment: return "PT_GNU_SFRAME segment";
+    case elf::SframeLocation::How::SectionName:
+        return "section name";
+    case elf::SframeLocation::How::SectionType:
+        return "section type SHT_GNU_SFRAME";
+    case elf::SframeLocation::How::Segment:
+        return "PT_GNU_SFRAME segment";
     }
     return "?";
 }
 
 class StatusCommand final : public Command {
-public:
+  public:
     using Command::Command;
 
-protected:
+  protected:
     std::span<const OptionSpec> options() const override { return status_options; }
 
-    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) override {
+    bool run(lldb::SBDebugger& debugger, const ParsedArgs& args,
+             lldb::SBCommandReturnObject& result) override {
         lldb::SBTarget target = debugger.GetSelectedTarget();
         // A report only: 'sframe cover' (and the plugin's stop hook) change
         // what LLDB uses.
-        const auto modules = target.IsValid() ? session_.catalog.modules(target) : std::vector<TargetModule>{};
-        const auto coverage = target.IsValid() ? session_.coverage.report(target) : std::vector<ModuleCoverage>{};
+        const auto modules =
+            target.IsValid() ? session_.catalog.modules(target) : std::vector<TargetModule>{};
+        const auto coverage =
+            target.IsValid() ? session_.coverage.report(target) : std::vector<ModuleCoverage>{};
 
         if (args.has("json")) {
             JsonOut j;
@@ -83,7 +91,8 @@ protected:
                 // Made in this session: what the translation cost.
                 if (c.cache.debug_frame_bytes != 0) {
                     j.key("translation").begin_object();
-                    j.key("microseconds").value(static_cast<std::uint64_t>(c.cache.milliseconds * 1000.0));
+                    j.key("microseconds")
+                        .value(static_cast<std::uint64_t>(c.cache.milliseconds * 1000.0));
                     j.key("sframe_bytes").value(c.cache.sframe_bytes);
                     j.key("debug_frame_bytes").value(c.cache.debug_frame_bytes);
                     j.key("functions").value(c.cache.functions);
@@ -100,12 +109,14 @@ protected:
 
         result.Printf("sfunwind LLDB plugin in %s\n", lldb::SBDebugger::GetVersionString());
         result.Printf("debug files: %s (%s), in target.debug-file-search-paths\n",
-                      session_.coverage.cache_dir().c_str(), session_.coverage.enabled() ? "on" : "off");
+                      session_.coverage.cache_dir().c_str(),
+                      session_.coverage.enabled() ? "on" : "off");
         if (const ResponderStatus r = session_.coverage.responder_status(); !r.url.empty())
-            result.Printf("debuginfod responder: %s (first in plugin.symbol-locator.debuginfod.server-urls), "
-                          "%llu requests, %llu files sent\n",
-                          r.url.c_str(), static_cast<unsigned long long>(r.requests),
-                          static_cast<unsigned long long>(r.served));
+            result.Printf(
+                "debuginfod responder: %s (first in plugin.symbol-locator.debuginfod.server-urls), "
+                "%llu requests, %llu files sent\n",
+                r.url.c_str(), static_cast<unsigned long long>(r.requests),
+                static_cast<unsigned long long>(r.served));
         else
             result.Printf("debuginfod responder: not running%s%s\n", r.problem.empty() ? "" : ": ",
                           r.problem.c_str());
@@ -122,10 +133,12 @@ protected:
                 continue;
             }
             const auto& s = *m.file->section;
-            result.Printf("  SFrame: %s, %u FDEs, %llu bytes, found by %s%s\n", version_name(s.version()),
-                          s.fde_count(), static_cast<unsigned long long>(s.used_size()), how_found(m.file->where->how),
-                          s.header().pcrel() ? ", PC-relative starts" : "");
-            result.Printf("  sframe bt/compare: %s\n", m.loaded ? "yes" : "no (not loaded in a process)");
+            result.Printf(
+                "  SFrame: %s, %u FDEs, %llu bytes, found by %s%s\n", version_name(s.version()),
+                s.fde_count(), static_cast<unsigned long long>(s.used_size()),
+                how_found(m.file->where->how), s.header().pcrel() ? ", PC-relative starts" : "");
+            result.Printf("  sframe bt/compare: %s\n",
+                          m.loaded ? "yes" : "no (not loaded in a process)");
             std::string lldb_line;
             switch (c.state) {
             case ModuleCoverage::State::InUse:
@@ -134,8 +147,12 @@ protected:
             case ModuleCoverage::State::Generated:
                 lldb_line = "not yet: " + c.debug_file + " exists, but " + c.detail;
                 break;
-            case ModuleCoverage::State::Failed: lldb_line = "not covered: " + c.detail; break;
-            case ModuleCoverage::State::NoSframe: lldb_line = "LLDB's own"; break;
+            case ModuleCoverage::State::Failed:
+                lldb_line = "not covered: " + c.detail;
+                break;
+            case ModuleCoverage::State::NoSframe:
+                lldb_line = "LLDB's own";
+                break;
             }
             if (c.has_eh_frame && c.state == ModuleCoverage::State::InUse)
                 lldb_line += "; the module's own .eh_frame comes first where it covers a PC";
@@ -147,6 +164,8 @@ protected:
 
 } // namespace
 
-lldb::SBCommandPluginInterface* make_status_command(Session& s) { return new StatusCommand(s); }
+lldb::SBCommandPluginInterface* make_status_command(Session& s) {
+    return new StatusCommand(s);
+}
 
 } // namespace sfunwind::lldb_plugin

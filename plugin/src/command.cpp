@@ -5,7 +5,8 @@
 
 namespace sfunwind::lldb_plugin {
 
-bool Command::DoExecute(lldb::SBDebugger debugger, char** argv, lldb::SBCommandReturnObject& result) {
+bool Command::DoExecute(lldb::SBDebugger debugger, char** argv,
+                        lldb::SBCommandReturnObject& result) {
     try {
         auto args = parse_args(argv, options());
         if (!args) {

@@ -11,7 +11,6 @@
 #include <lldb/API/SBCommandInterpreter.h>
 #include <lldb/API/SBCommandReturnObject.h>
 #include <lldb/API/SBDebugger.h>
-
 #include <span>
 #include <string>
 #include <vector>
@@ -19,14 +18,16 @@
 namespace sfunwind::lldb_plugin {
 
 class Command : public lldb::SBCommandPluginInterface {
-public:
+  public:
     explicit Command(Session& s) : session_(s) {}
-    bool DoExecute(lldb::SBDebugger debugger, char** argv, lldb::SBCommandReturnObject& result) final;
+    bool DoExecute(lldb::SBDebugger debugger, char** argv,
+                   lldb::SBCommandReturnObject& result) final;
 
-protected:
+  protected:
     virtual std::span<const OptionSpec> options() const = 0;
     // Writes to `result`; returns false (with result.SetError) on failure.
-    virtual bool run(lldb::SBDebugger& debugger, const ParsedArgs& args, lldb::SBCommandReturnObject& result) = 0;
+    virtual bool run(lldb::SBDebugger& debugger, const ParsedArgs& args,
+                     lldb::SBCommandReturnObject& result) = 0;
 
     Session& session_;
 };

@@ -7,6 +7,11 @@
 #include "sb_target.hpp"
 #include "target_create_hook.hpp"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <lldb/API/SBCommandInterpreter.h>
 #include <lldb/API/SBCommandReturnObject.h>
 #include <lldb/API/SBExecutionContext.h>
@@ -14,12 +19,6 @@
 #include <lldb/API/SBFileSpec.h>
 #include <lldb/API/SBProcess.h>
 #include <lldb/API/SBStringList.h>
-
-#include <cstdio>
-#include <algorithm>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <system_error>
 #include <utility>
 
@@ -60,7 +59,8 @@ std::vector<std::string> setting_paths(const char* name, const char* debugger_na
     std::vector<std::pair<std::size_t, std::size_t>> markers; // (start, length)
     for (std::size_t at = all.find('['); at != std::string::npos; at = all.find('[', at + 1)) {
         std::size_t k = at + 1;
-        while (k < all.size() && all[k] >= '0' && all[k] <= '9') ++k;
+        while (k < all.size() && all[k] >= '0' && all[k] <= '9')
+            ++k;
         if (k > at + 1 && all.compare(k, 3, "]: ") == 0) markers.emplace_back(at, k + 3 - at);
     }
     std::vector<std::string> out;
@@ -68,14 +68,16 @@ std::vector<std::string> setting_paths(const char* name, const char* debugger_na
         const std::size_t from = markers[i].first + markers[i].second;
         const std::size_t to = i + 1 < markers.size() ? markers[i + 1].first : all.size();
         std::string d = all.substr(from, to - from);
-        while (!d.empty() && (d.back() == ' ' || d.back() == '\t' || d.back() == '\n')) d.pop_back();
+        while (!d.empty() && (d.back() == ' ' || d.back() == '\t' || d.back() == '\n'))
+            d.pop_back();
         if (d.size() >= 2 && d.front() == '"' && d.back() == '"') d = d.substr(1, d.size() - 2);
         if (!d.empty()) out.push_back(d);
     }
     return out;
 }
 
-bool run_command(lldb::SBDebugger& debugger, lldb::SBTarget target, const std::string& command, std::string* error) {
+bool run_command(lldb::SBDebugger& debugger, lldb::SBTarget target, const std::string& command,
+                 std::string* error) {
     lldb::SBCommandReturnObject result;
     lldb::SBExecutionContext context(target);
     debugger.GetCommandInterpreter().HandleCommand(command.c_str(), context, result, false);
@@ -128,10 +130,14 @@ std::string bool_setting(const char* name, const char* debugger_name) {
 
 const char* to_string(ModuleCoverage::State state) noexcept {
     switch (state) {
-    case ModuleCoverage::State::NoSframe: return "no-sframe";
-    case ModuleCoverage::State::Failed: return "failed";
-    case ModuleCoverage::State::Generated: return "generated";
-    case ModuleCoverage::State::InUse: return "in-use";
+    case ModuleCoverage::State::NoSframe:
+        return "no-sframe";
+    case ModuleCoverage::State::Failed:
+        return "failed";
+    case ModuleCoverage::State::Generated:
+        return "generated";
+    case ModuleCoverage::State::InUse:
+        return "in-use";
     }
     return "?";
 }
@@ -148,7 +154,8 @@ void Coverage::set_enabled(lldb::SBDebugger& debugger, bool on) {
         enabled_ = on;
         dirs = search_dirs_;
     }
-    for (const auto& dir : dirs) set_search_path(debugger, dir, on);
+    for (const auto& dir : dirs)
+        set_search_path(debugger, dir, on);
     if (!responder_.running()) return;
     if (on) {
         set_debuginfod_url(debugger);
@@ -158,12 +165,14 @@ void Coverage::set_enabled(lldb::SBDebugger& debugger, bool on) {
         // the same build-id without asking: the setting goes back to what
         // it was before the plugin.
         std::string value;
-        for (const auto& u : urls_before_) value += lldb_quoted(u) + " ";
-        lldb::SBDebugger::SetInternalVariable(debuginfod_setting, value.c_str(), debugger.GetInstanceName());
+        for (const auto& u : urls_before_)
+            value += lldb_quoted(u) + " ";
+        lldb::SBDebugger::SetInternalVariable(debuginfod_setting, value.c_str(),
+                                              debugger.GetInstanceName());
         url_in_settings_.clear();
         if (!parallel_load_before_.empty())
-            lldb::SBDebugger::SetInternalVariable(parallel_load_setting, parallel_load_before_.c_str(),
-                                                  debugger.GetInstanceName());
+            lldb::SBDebugger::SetInternalVariable(
+                parallel_load_setting, parallel_load_before_.c_str(), debugger.GetInstanceName());
         parallel_load_before_.clear();
     }
 }
@@ -173,7 +182,9 @@ std::shared_ptr<DebugFileCache> Coverage::cache() const {
     return cache_;
 }
 
-std::string Coverage::cache_dir() const { return cache()->dir(); }
+std::string Coverage::cache_dir() const {
+    return cache()->dir();
+}
 
 void Coverage::set_cache_dir(lldb::SBDebugger& debugger, const std::string& dir) {
     std::vector<std::string> old;
@@ -197,7 +208,8 @@ void Coverage::set_search_path(lldb::SBDebugger& debugger, const std::string& di
     // First in the list: LLDB takes the first file with the module's
     // build-id, and the plugin's copy of a separate debug file holds that
     // file's DWARF and the SFrame-derived .debug_frame.
-    const std::vector<std::string> now = setting_paths(search_paths_setting, debugger.GetInstanceName());
+    const std::vector<std::string> now =
+        setting_paths(search_paths_setting, debugger.GetInstanceName());
     std::string value = present ? lldb_quoted(dir) + " " : std::string();
     bool had = false;
     for (const auto& d : now) {
@@ -208,7 +220,8 @@ void Coverage::set_search_path(lldb::SBDebugger& debugger, const std::string& di
         value += lldb_quoted(d) + " ";
     }
     if (had == present && (!present || now.front() == dir)) return;
-    lldb::SBDebugger::SetInternalVariable(search_paths_setting, value.c_str(), debugger.GetInstanceName());
+    lldb::SBDebugger::SetInternalVariable(search_paths_setting, value.c_str(),
+                                          debugger.GetInstanceName());
 }
 
 void Coverage::set_debuginfod_url(lldb::SBDebugger& debugger) {
@@ -225,13 +238,16 @@ void Coverage::set_debuginfod_url(lldb::SBDebugger& debugger) {
     wanted.insert(wanted.end(), others.begin(), others.end());
     if (urls == wanted) return;
     std::string value;
-    for (const auto& u : wanted) value += lldb_quoted(u) + " ";
-    lldb::SBDebugger::SetInternalVariable(debuginfod_setting, value.c_str(), debugger.GetInstanceName());
+    for (const auto& u : wanted)
+        value += lldb_quoted(u) + " ";
+    lldb::SBDebugger::SetInternalVariable(debuginfod_setting, value.c_str(),
+                                          debugger.GetInstanceName());
     url_in_settings_ = ours;
     const std::string parallel = bool_setting(parallel_load_setting, debugger.GetInstanceName());
     if (parallel == "true") {
         parallel_load_before_ = parallel;
-        lldb::SBDebugger::SetInternalVariable(parallel_load_setting, "false", debugger.GetInstanceName());
+        lldb::SBDebugger::SetInternalVariable(parallel_load_setting, "false",
+                                              debugger.GetInstanceName());
     }
 }
 
@@ -247,7 +263,8 @@ void Coverage::initialize(lldb::SBDebugger& debugger) {
     const std::string dir = cache_dir();
     {
         const std::lock_guard lock(mutex_);
-        if (std::find(search_dirs_.begin(), search_dirs_.end(), dir) == search_dirs_.end()) search_dirs_.push_back(dir);
+        if (std::find(search_dirs_.begin(), search_dirs_.end(), dir) == search_dirs_.end())
+            search_dirs_.push_back(dir);
     }
     if (enabled()) set_search_path(debugger, dir, true);
     if (first && !responder_.running()) {
@@ -306,7 +323,8 @@ std::string Coverage::serve(const std::string& build_id) {
     // Made by prepare() or install() with the right base (their stamps
     // are checked there): sent as it is.
     std::error_code ec;
-    if (const std::string made = files->path_for(build_id); std::filesystem::exists(made, ec)) return made;
+    if (const std::string made = files->path_for(build_id); std::filesystem::exists(made, ec))
+        return made;
     const auto file = catalog_.file(found.path, build_id);
     if (!file->section) return {};
     // See examine(): LLDB 19 would lose the module's load addresses.
@@ -340,25 +358,30 @@ void Coverage::prepare_file(const std::string& debugger_name, const std::string&
     }
 }
 
-void Coverage::prepare(const std::string& debugger_name, const std::string& program, const std::string& core) {
+void Coverage::prepare(const std::string& debugger_name, const std::string& program,
+                       const std::string& core) {
     if (!enabled()) return;
     std::vector<std::string> paths;
     if (!program.empty()) {
         paths.push_back(program);
         const auto id = read_build_id(program);
         if (const auto file = catalog_.file(program, id ? *id : std::string()); file->elf)
-            for (auto& lib : needed_libraries(*file->elf, program)) paths.push_back(std::move(lib));
+            for (auto& lib : needed_libraries(*file->elf, program))
+                paths.push_back(std::move(lib));
     }
     // The program and libraries the core was dumped with, by the names it
     // recorded; LLDB loads those files (and LLDB 23 prefers the core's
     // program to the one given).
     if (!core.empty())
         if (auto names = core_file_names(core))
-            for (auto& name : *names) paths.push_back(std::move(name));
-    for (const auto& path : paths) prepare_file(debugger_name, path);
+            for (auto& name : *names)
+                paths.push_back(std::move(name));
+    for (const auto& path : paths)
+        prepare_file(debugger_name, path);
 }
 
-std::string Coverage::separate_debug_file(const std::string& debugger_name, const ModuleFile& file) {
+std::string Coverage::separate_debug_file(const std::string& debugger_name,
+                                          const ModuleFile& file) {
     std::vector<std::string> dirs = setting_paths(search_paths_setting, debugger_name.c_str());
     {
         // The responder's thread reads this copy: it must not call LLDB.
@@ -368,7 +391,8 @@ std::string Coverage::separate_debug_file(const std::string& debugger_name, cons
     return separate_debug_file(dirs, file);
 }
 
-std::string Coverage::separate_debug_file(std::vector<std::string> dirs, const ModuleFile& file) const {
+std::string Coverage::separate_debug_file(std::vector<std::string> dirs,
+                                          const ModuleFile& file) const {
     const auto id = file.elf ? file.elf->build_id() : std::nullopt;
     if (!id || id->size() < 2) return {};
     const std::string hex_id = build_id_hex(*id);
@@ -384,7 +408,8 @@ std::string Coverage::separate_debug_file(std::vector<std::string> dirs, const M
     return {};
 }
 
-bool Coverage::is_served_copy(const std::string& symbols, const std::string& id, const std::string& debug_file) {
+bool Coverage::is_served_copy(const std::string& symbols, const std::string& id,
+                              const std::string& debug_file) {
     if (symbols.empty() || id.empty() || same_file(symbols, debug_file)) return false;
     // LLDB keeps what its debuginfod client got under names of its own
     // (llvmcache-HASH in LLDB 19, llvmcache-ID... in LLDB 23), and LLDB 23
@@ -397,7 +422,8 @@ bool Coverage::is_served_copy(const std::string& symbols, const std::string& id,
         return std::to_string(file_size(p)) + ":" +
                std::to_string(std::filesystem::last_write_time(p, ec).time_since_epoch().count());
     };
-    const std::string key = symbols + '\n' + stamp(symbols) + '\n' + debug_file + '\n' + stamp(debug_file);
+    const std::string key =
+        symbols + '\n' + stamp(symbols) + '\n' + debug_file + '\n' + stamp(debug_file);
     {
         const std::lock_guard lock(mutex_);
         if (auto it = copies_.find(key); it != copies_.end()) return it->second;
@@ -405,7 +431,8 @@ bool Coverage::is_served_copy(const std::string& symbols, const std::string& id,
     const auto theirs = read_section(symbols, ".debug_frame");
     const auto ours = read_section(debug_file, ".debug_frame");
     const auto their_id = read_build_id(symbols);
-    const bool copy = theirs && ours && !ours->empty() && *theirs == *ours && their_id && *their_id == id;
+    const bool copy =
+        theirs && ours && !ours->empty() && *theirs == *ours && their_id && *their_id == id;
     const std::lock_guard lock(mutex_);
     copies_[key] = copy;
     return copy;
@@ -431,7 +458,8 @@ void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
         build_id_files_.remember(m.path);
         if (!m.file->section) continue;
         if (m.file->elf && m.file->elf->has_section(".debug_info") && lldb_major_ < 23) continue;
-        auto entry = files->ensure(*m.file, separate_debug_file(debugger.GetInstanceName(), *m.file));
+        auto entry =
+            files->ensure(*m.file, separate_debug_file(debugger.GetInstanceName(), *m.file));
         if (entry && entry->generated_now) {
             const std::lock_guard lock(mutex_);
             generated_[entry->path] = *entry;
@@ -458,7 +486,8 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
     // A separate debug file LLDB found for the module (not ours, nor LLDB's
     // copy of ours) is the base of ours, so that its DWARF stays.
     std::string base;
-    if (!symbols.empty() && !same_file(symbols, m.path) && !same_file(symbols, own_debug_file) && !served_copy)
+    if (!symbols.empty() && !same_file(symbols, m.path) && !same_file(symbols, own_debug_file) &&
+        !served_copy)
         base = symbols;
     else if (generate && !served_copy)
         base = separate_debug_file(debugger.GetInstanceName(), *m.file);
@@ -469,9 +498,10 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
     if (m.file->elf && m.file->elf->has_section(".debug_info") && lldb_major_ < 23 &&
         !same_file(symbols, own_debug_file)) {
         c.state = ModuleCoverage::State::Failed;
-        c.detail = "the module carries its own DWARF, and LLDB " + std::to_string(lldb_major_) +
-                   " cannot add a debug file to such a module without losing its section load addresses "
-                   "(LLDB 23 can); move the module's DWARF into a separate debug file";
+        c.detail =
+            "the module carries its own DWARF, and LLDB " + std::to_string(lldb_major_) +
+            " cannot add a debug file to such a module without losing its section load addresses "
+            "(LLDB 23 can); move the module's DWARF into a separate debug file";
         return c;
     }
     if (generate) {
@@ -510,8 +540,10 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
                        : "found by LLDB through target.debug-file-search-paths";
     } else if (served_copy) {
         c.state = ModuleCoverage::State::InUse;
-        c.detail = "sent by the plugin's debuginfod responder when LLDB loaded the module (this session or an "
-                   "earlier one); LLDB reads its copy " + symbols;
+        c.detail = "sent by the plugin's debuginfod responder when LLDB loaded the module (this "
+                   "session or an "
+                   "earlier one); LLDB reads its copy " +
+                   symbols;
     } else {
         c.state = ModuleCoverage::State::Generated;
         c.detail = symbols.empty() ? "LLDB has no symbol file for the module"
@@ -520,7 +552,8 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
     return c;
 }
 
-std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBTarget& target, bool wait) {
+std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBTarget& target,
+                                           bool wait) {
     std::vector<std::string> lines;
     if (!enabled() || !target.IsValid()) return lines;
     std::unique_lock install_lock(install_mutex_, std::defer_lock);
@@ -543,15 +576,18 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
             // responder while LLDB loaded the module).
             if (reported_.insert(c.debug_file).second) {
                 char buf[256];
-                std::snprintf(buf, sizeof buf, "%llu bytes of .debug_frame from %llu bytes of SFrame, %.1f ms",
+                std::snprintf(buf, sizeof buf,
+                              "%llu bytes of .debug_frame from %llu bytes of SFrame, %.1f ms",
                               static_cast<unsigned long long>(c.cache.debug_frame_bytes),
-                              static_cast<unsigned long long>(c.cache.sframe_bytes), c.cache.milliseconds);
+                              static_cast<unsigned long long>(c.cache.sframe_bytes),
+                              c.cache.milliseconds);
                 lines.push_back("generated " + c.debug_file + " for " + m.name + " (" + buf + ")");
             }
         }
         if (c.state == ModuleCoverage::State::Failed) {
             const std::lock_guard lock(mutex_);
-            if (failures_.emplace(key, c.detail).second) lines.push_back(m.name + ": not covered: " + c.detail);
+            if (failures_.emplace(key, c.detail).second)
+                lines.push_back(m.name + ": not covered: " + c.detail);
             continue;
         }
         if (c.state != ModuleCoverage::State::Generated) continue;
@@ -560,21 +596,25 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
         const std::string symbols = spec_path(m.module.GetSymbolFileSpec());
         const bool had_separate = !symbols.empty() && !same_file(symbols, m.path);
         std::string error;
-        bool added = run_command(debugger, target, "target symbols add " + lldb_quoted(c.debug_file), &error);
+        bool added = run_command(debugger, target,
+                                 "target symbols add " + lldb_quoted(c.debug_file), &error);
         // LLDB matches the file to modules by UUID; when two modules share
         // it (a library seen before under another path), name the module.
         if (!added && error.find("multiple modules match") != std::string::npos) {
             error.clear();
             added = run_command(debugger, target,
-                                "target symbols add --shlib " + lldb_quoted(m.path) + " " + lldb_quoted(c.debug_file),
+                                "target symbols add --shlib " + lldb_quoted(m.path) + " " +
+                                    lldb_quoted(c.debug_file),
                                 &error);
         }
-        if (!added && error.find("invalid target") != std::string::npos) return lines; // deleted meanwhile
+        if (!added && error.find("invalid target") != std::string::npos)
+            return lines; // deleted meanwhile
         // LLDB 23 gets the file through its symbol locators, its debuginfod
         // client (the responder) first, uses what that gives, and still
         // reports "does not match any existing module" (measured): what
         // counts is the symbol file LLDB has now.
-        if (!added && examine(debugger, m, false).state == ModuleCoverage::State::InUse) added = true;
+        if (!added && examine(debugger, m, false).state == ModuleCoverage::State::InUse)
+            added = true;
         if (!added) {
             const std::lock_guard lock(mutex_);
             if (failures_.emplace(key, error).second)
@@ -599,14 +639,17 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
         else if (!responder_problem_.empty())
             why = "the plugin's debuginfod responder is not running: " + responder_problem_;
         else if (asked)
-            why = "LLDB asked the plugin for it before the plugin could find the module's file, as for a small "
+            why = "LLDB asked the plugin for it before the plugin could find the module's file, as "
+                  "for a small "
                   "program given to SBDebugger::CreateTarget";
         else
-            why = "LLDB did not ask the plugin's debuginfod responder: symbols.enable-external-lookup off, or an "
+            why = "LLDB did not ask the plugin's debuginfod responder: "
+                  "symbols.enable-external-lookup off, or an "
                   "LLDB without libcurl";
-        lines.push_back("hint: " + m.name + ": SFrame debug file added only at this stop (" + why +
-                        "), so functions LLDB already unwound keep their plans; for full coverage run 'sframe "
-                        "cover' right after creating the target, before 'run' or loading a core");
+        lines.push_back(
+            "hint: " + m.name + ": SFrame debug file added only at this stop (" + why +
+            "), so functions LLDB already unwound keep their plans; for full coverage run 'sframe "
+            "cover' right after creating the target, before 'run' or loading a core");
     }
     return lines;
 }
@@ -614,7 +657,8 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
 std::vector<ModuleCoverage> Coverage::report(lldb::SBTarget& target) {
     std::vector<ModuleCoverage> out;
     lldb::SBDebugger debugger = target.GetDebugger();
-    for (const TargetModule& m : catalog_.modules(target)) out.push_back(examine(debugger, m, false));
+    for (const TargetModule& m : catalog_.modules(target))
+        out.push_back(examine(debugger, m, false));
     return out;
 }
 

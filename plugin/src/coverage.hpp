@@ -7,8 +7,9 @@
 // The file must be LLDB's before LLDB first unwinds through the module: LLDB
 // 19 keeps the unwind plans it made for a function, a stop unwinds frame 0's
 // two callers on LLDB's private state thread before any plugin code runs, and
-// loading a core unwinds at once (measured with `log enable lldb unwind`). LLDB looks for a module's symbols as soon as it adds the
-// module, so the files are made before that, with no command:
+// loading a core unwinds at once (measured with `log enable lldb unwind`). LLDB looks for a
+// module's symbols as soon as it adds the module, so the files are made before that, with no
+// command:
 //  - the cache directory is first in target.debug-file-search-paths, where
 //    LLDB finds a file made earlier by itself;
 //  - `target create` (also `file`, `lldb PROG`, `lldb -c CORE`) is seen
@@ -45,7 +46,6 @@
 
 #include <lldb/API/SBDebugger.h>
 #include <lldb/API/SBTarget.h>
-
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,12 +57,13 @@ namespace sfunwind::lldb_plugin {
 
 struct ModuleCoverage {
     enum class State : std::uint8_t {
-        NoSframe,     // nothing to translate
-        Failed,       // no debug file: see `detail`
-        Generated,    // the debug file exists, LLDB does not use it (yet): see `detail`
-        InUse,        // LLDB's symbol file for the module is the generated file (or the copy LLDB keeps of it)
+        NoSframe,  // nothing to translate
+        Failed,    // no debug file: see `detail`
+        Generated, // the debug file exists, LLDB does not use it (yet): see `detail`
+        InUse, // LLDB's symbol file for the module is the generated file (or the copy LLDB keeps of
+               // it)
     };
-    std::string module;        // file name
+    std::string module; // file name
     std::string path;
     State state = State::NoSframe;
     std::string debug_file;
@@ -78,14 +79,14 @@ const char* to_string(ModuleCoverage::State state) noexcept;
 
 // What the debuginfod responder has done, for `sframe status`.
 struct ResponderStatus {
-    std::string url;           // empty when it is not running
-    std::string problem;       // why it is not running
+    std::string url;     // empty when it is not running
+    std::string problem; // why it is not running
     std::uint64_t requests = 0;
     std::uint64_t served = 0;
 };
 
 class Coverage {
-public:
+  public:
     explicit Coverage(ModuleCatalog& catalog)
         : catalog_(catalog), cache_(std::make_shared<DebugFileCache>(default_cache_dir())) {}
 
@@ -109,17 +110,19 @@ public:
     // gives up at once when another thread is installing: the stop hook
     // runs while LLDB holds the target's API lock, which that thread's SB
     // calls need, so waiting there would deadlock.
-    std::vector<std::string> install(lldb::SBDebugger& debugger, lldb::SBTarget& target, bool wait = true);
+    std::vector<std::string> install(lldb::SBDebugger& debugger, lldb::SBTarget& target,
+                                     bool wait = true);
     // Before `target create` runs (target_create_hook.hpp): the debug files
     // of the program, the libraries it needs and the files the core names,
     // so that LLDB finds them through the search paths as it adds each
     // module; the responder learns the paths too. Paths may be empty.
-    void prepare(const std::string& debugger_name, const std::string& program, const std::string& core);
+    void prepare(const std::string& debugger_name, const std::string& program,
+                 const std::string& core);
     // The state of every module of the target.
     std::vector<ModuleCoverage> report(lldb::SBTarget& target);
     ResponderStatus responder_status() const;
 
-private:
+  private:
     // The responder's answer for a build-id (its own thread; no SB call):
     // the debug file of the local module with that build-id, made now if
     // missing, or empty.
@@ -141,7 +144,8 @@ private:
     void prepare_file(const std::string& debugger_name, const std::string& path);
     // Whether `symbols` is a copy LLDB's debuginfod client keeps of a file
     // the responder sent for build-id `id` (now `debug_file`).
-    bool is_served_copy(const std::string& symbols, const std::string& id, const std::string& debug_file);
+    bool is_served_copy(const std::string& symbols, const std::string& id,
+                        const std::string& debug_file);
     std::shared_ptr<DebugFileCache> cache() const;
     // Puts `dir` first in the global target.debug-file-search-paths, or removes it.
     void set_search_path(lldb::SBDebugger& debugger, const std::string& dir, bool present);
@@ -153,24 +157,25 @@ private:
     BuildIdFiles build_id_files_;
     DebuginfodResponder responder_;
     mutable std::mutex mutex_;
-    std::mutex install_mutex_;          // one install() at a time, from any thread
+    std::mutex install_mutex_; // one install() at a time, from any thread
     std::shared_ptr<DebugFileCache> cache_;
     bool enabled_ = true;
     int lldb_major_ = 0;
     std::string responder_problem_;
-    std::vector<std::string> search_dirs_;             // the cache directory the plugin put in the search paths
-    std::string url_in_settings_;                      // the responder URL the settings hold
-    std::vector<std::string> urls_before_;             // the debuginfod setting before the plugin changed it
-    std::string parallel_load_before_;                 // target.parallel-module-load, if the plugin turned it off
-    std::set<lldb::user_id_t> debuggers_;              // debuggers the plugin serves
-    std::map<std::string, CacheEntry> generated_;      // by debug file path, this session
-    std::set<std::string> reported_;                   // debug files whose generation install() reported
-    std::set<std::string> asked_;                      // build-ids LLDB asked the responder for
-    std::map<std::string, bool> copies_;               // is_served_copy() answers, by both files' versions
-    std::vector<std::string> debug_dirs_;              // target.debug-file-search-paths, last read
-    std::map<std::string, std::string> failures_;      // by module path + uuid: why, reported once
-    std::set<std::string> hinted_;                     // module path + uuid: the late-coverage hint was given
-    std::set<std::string> added_with_command_;         // module path + debug file given with `target symbols add`
+    std::vector<std::string> search_dirs_; // the cache directory the plugin put in the search paths
+    std::string url_in_settings_;          // the responder URL the settings hold
+    std::vector<std::string> urls_before_; // the debuginfod setting before the plugin changed it
+    std::string parallel_load_before_; // target.parallel-module-load, if the plugin turned it off
+    std::set<lldb::user_id_t> debuggers_;         // debuggers the plugin serves
+    std::map<std::string, CacheEntry> generated_; // by debug file path, this session
+    std::set<std::string> reported_;              // debug files whose generation install() reported
+    std::set<std::string> asked_;                 // build-ids LLDB asked the responder for
+    std::map<std::string, bool> copies_;  // is_served_copy() answers, by both files' versions
+    std::vector<std::string> debug_dirs_; // target.debug-file-search-paths, last read
+    std::map<std::string, std::string> failures_; // by module path + uuid: why, reported once
+    std::set<std::string> hinted_; // module path + uuid: the late-coverage hint was given
+    std::set<std::string>
+        added_with_command_; // module path + debug file given with `target symbols add`
 };
 
 } // namespace sfunwind::lldb_plugin

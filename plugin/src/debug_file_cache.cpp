@@ -4,8 +4,6 @@
 #include "sfunwind/cfi/dwarf_writer.hpp"
 #include "sfunwind/elf/debug_file_writer.hpp"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +13,7 @@
 #include <optional>
 #include <sstream>
 #include <system_error>
+#include <unistd.h>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -61,7 +60,8 @@ std::string read_small_file(const std::string& path) {
 
 std::string temporary_name(const std::string& final_path) {
     static std::atomic<unsigned> counter{0};
-    return final_path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+    return final_path + ".tmp." + std::to_string(::getpid()) + "." +
+           std::to_string(counter.fetch_add(1));
 }
 
 } // namespace
@@ -89,10 +89,13 @@ std::string DebugFileCache::path_for(const std::string& id) const {
 }
 
 Expected<CacheEntry> DebugFileCache::ensure(const ModuleFile& file, const std::string& base) {
-    if (!file.elf || !file.section || !file.where) return Error(Errc::NotFound, "the module has no usable SFrame section");
+    if (!file.elf || !file.section || !file.where)
+        return Error(Errc::NotFound, "the module has no usable SFrame section");
     const auto id = file.elf->build_id();
     if (!id || id->empty())
-        return Error(Errc::NotFound, file.elf->name() + " has no GNU build-id: LLDB could not match a debug file to it");
+        return Error(Errc::NotFound,
+                     file.elf->name() +
+                         " has no GNU build-id: LLDB could not match a debug file to it");
     CacheEntry entry;
     entry.path = path_for(build_id_hex(*id));
     const std::span<const std::uint8_t> sframe_bytes = file.section->view().bytes();
@@ -108,7 +111,8 @@ Expected<CacheEntry> DebugFileCache::ensure(const ModuleFile& file, const std::s
     }
     const auto t0 = std::chrono::steady_clock::now();
     auto frame = cfi::write_debug_frame(*file.section);
-    if (!frame) return Error(frame.error().code(), file.elf->name() + ": " + frame.error().message());
+    if (!frame)
+        return Error(frame.error().code(), file.elf->name() + ": " + frame.error().message());
     elf::DebugFileContents contents;
     contents.debug_frame = frame->bytes;
     for (const auto& fn : frame->functions) {
@@ -117,7 +121,8 @@ Expected<CacheEntry> DebugFileCache::ensure(const ModuleFile& file, const std::s
         // would hide those names.
         if (fn.pc_mask) continue;
         char name[48];
-        std::snprintf(name, sizeof name, "__sframe_fde_%llx", static_cast<unsigned long long>(fn.start));
+        std::snprintf(name, sizeof name, "__sframe_fde_%llx",
+                      static_cast<unsigned long long>(fn.start));
         contents.functions.push_back({name, fn.start, fn.size});
     }
     // A separate debug file is copied instead of the module, so that its
@@ -127,12 +132,16 @@ Expected<CacheEntry> DebugFileCache::ensure(const ModuleFile& file, const std::s
         auto opened = elf::ElfFile::open(base);
         if (!opened) return opened.error();
         if (opened->build_id() != id)
-            return Error(Errc::Malformed, base + " does not have the build-id of " + file.elf->name());
+            return Error(Errc::Malformed,
+                         base + " does not have the build-id of " + file.elf->name());
         base_file.emplace(std::move(*opened));
         contents.symbol_sources.push_back(file.elf.get());
     }
     std::filesystem::create_directories(std::filesystem::path(entry.path).parent_path(), ec);
-    if (ec) return Error(Errc::Io, "cannot create " + std::filesystem::path(entry.path).parent_path().string() + ": " + ec.message());
+    if (ec)
+        return Error(Errc::Io, "cannot create " +
+                                   std::filesystem::path(entry.path).parent_path().string() + ": " +
+                                   ec.message());
     const std::string tmp = temporary_name(entry.path);
     auto written = elf::write_debug_file(base_file ? *base_file : *file.elf, contents, tmp);
     if (!written) {

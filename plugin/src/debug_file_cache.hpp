@@ -12,7 +12,6 @@
 #pragma once
 
 #include "module_catalog.hpp"
-
 #include "sfunwind/error.hpp"
 
 #include <cstdint>
@@ -22,14 +21,14 @@
 namespace sfunwind::lldb_plugin {
 
 struct CacheEntry {
-    std::string path;                   // the debug file
-    bool generated_now = false;         // false: it was already in the cache
-    double milliseconds = 0;            // time to translate and write (when generated now)
+    std::string path;           // the debug file
+    bool generated_now = false; // false: it was already in the cache
+    double milliseconds = 0;    // time to translate and write (when generated now)
     std::uint64_t sframe_bytes = 0;
     std::uint64_t debug_frame_bytes = 0;
-    std::uint64_t functions = 0;        // DWARF FDEs written
-    std::uint64_t symbols_added = 0;    // function symbols added for FDEs without one
-    std::uint64_t skipped_fdes = 0;     // SFrame FDEs that could not be read
+    std::uint64_t functions = 0;     // DWARF FDEs written
+    std::uint64_t symbols_added = 0; // function symbols added for FDEs without one
+    std::uint64_t skipped_fdes = 0;  // SFrame FDEs that could not be read
 };
 
 // The directory used when none is configured: $SFUNWIND_LLDB_CACHE, else
@@ -40,7 +39,7 @@ std::string default_cache_dir();
 std::string build_id_hex(const std::vector<std::uint8_t>& id);
 
 class DebugFileCache {
-public:
+  public:
     explicit DebugFileCache(std::string dir) : dir_(std::move(dir)) {}
 
     const std::string& dir() const noexcept { return dir_; }
@@ -52,7 +51,7 @@ public:
     // Errc::NotFound when the module has no build-id (LLDB could not match it).
     Expected<CacheEntry> ensure(const ModuleFile& file, const std::string& base = {});
 
-private:
+  private:
     std::string dir_;
     std::mutex mutex_; // one generation at a time per process
 };

@@ -2,20 +2,19 @@
 #include "debuginfod_responder.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
-#include <unistd.h>
-
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <random>
 #include <string_view>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -34,7 +33,9 @@ struct Fd {
     }
 };
 
-std::string errno_text(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
+std::string errno_text(const char* call) {
+    return std::string(call) + ": " + std::strerror(errno);
+}
 
 bool send_all(int fd, const char* data, std::size_t size) {
     while (size > 0) {
@@ -83,7 +84,8 @@ std::string get_target(const std::string& request) {
 // "ID/debuginfo" after the prefix: the build-id, lowercase, or empty.
 std::string build_id_of(std::string_view rest) {
     constexpr std::string_view suffix = "/debuginfo";
-    if (rest.size() <= suffix.size() || rest.substr(rest.size() - suffix.size()) != suffix) return {};
+    if (rest.size() <= suffix.size() || rest.substr(rest.size() - suffix.size()) != suffix)
+        return {};
     rest.remove_suffix(suffix.size());
     // GNU build-ids are 8 to 64 bytes in practice (ld --build-id=sha1 is 20).
     if (rest.size() < 2 || rest.size() > 128 || rest.size() % 2 != 0) return {};
@@ -103,7 +105,9 @@ std::string build_id_of(std::string_view rest) {
 
 } // namespace
 
-DebuginfodResponder::~DebuginfodResponder() { stop(); }
+DebuginfodResponder::~DebuginfodResponder() {
+    stop();
+}
 
 Status DebuginfodResponder::start(Lookup lookup) {
     const std::lock_guard lock(mutex_);
@@ -113,11 +117,12 @@ Status DebuginfodResponder::start(Lookup lookup) {
     if (s.fd < 0) return Error(Errc::Io, "debuginfod responder: " + errno_text("socket"));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = 0; // any free port
+    addr.sin_port = 0;                         // any free port
     addr.sin_addr.s_addr = htonl(0x7f000001U); // 127.0.0.1: never reachable from another host
     if (::bind(s.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
         return Error(Errc::Io, "debuginfod responder: " + errno_text("bind 127.0.0.1"));
-    if (::listen(s.fd, 16) != 0) return Error(Errc::Io, "debuginfod responder: " + errno_text("listen"));
+    if (::listen(s.fd, 16) != 0)
+        return Error(Errc::Io, "debuginfod responder: " + errno_text("listen"));
     socklen_t len = sizeof addr;
     if (::getsockname(s.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
         return Error(Errc::Io, "debuginfod responder: " + errno_text("getsockname"));
@@ -132,7 +137,8 @@ Status DebuginfodResponder::start(Lookup lookup) {
     prefix_ = "/" + token + "/buildid/";
     lookup_ = std::move(lookup);
     int wake[2];
-    if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) return Error(Errc::Io, "debuginfod responder: " + errno_text("pipe"));
+    if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0)
+        return Error(Errc::Io, "debuginfod responder: " + errno_text("pipe"));
     wake_read_ = wake[0];
     wake_write_ = wake[1];
     listen_fd_ = std::exchange(s.fd, -1);
@@ -206,7 +212,8 @@ void DebuginfodResponder::answer(int fd) {
     std::string request;
     std::array<char, 2048> buf{};
     while (request.find("\r\n\r\n") == std::string::npos) {
-        if (request.size() >= max_request) return send_status(fd, "431 Request Header Fields Too Large");
+        if (request.size() >= max_request)
+            return send_status(fd, "431 Request Header Fields Too Large");
         const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return; // closed, or timed out
@@ -224,10 +231,12 @@ void DebuginfodResponder::answer(int fd) {
     if (path.empty()) return send_status(fd, "404 Not Found");
     Fd file;
     file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st{};
-    if (file.fd < 0 || ::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) return send_status(fd, "404 Not Found");
-    const std::string header = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
-                               std::to_string(st.st_size) + "\r\nConnection: close\r\n\r\n";
+    struct stat st {};
+    if (file.fd < 0 || ::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return send_status(fd, "404 Not Found");
+    const std::string header =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
+        std::to_string(st.st_size) + "\r\nConnection: close\r\n\r\n";
     if (!send_all(fd, header.data(), header.size())) return;
     std::array<char, 65536> chunk{};
     auto left = static_cast<std::uint64_t>(st.st_size);

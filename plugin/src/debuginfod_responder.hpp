@@ -33,7 +33,7 @@
 namespace sfunwind::lldb_plugin {
 
 class DebuginfodResponder {
-public:
+  public:
     // The file to send for a build-id (lowercase hex), or empty for 404.
     using Lookup = std::function<std::string(const std::string& build_id)>;
 
@@ -52,13 +52,13 @@ public:
     std::uint64_t requests() const noexcept { return requests_; }
     std::uint64_t served() const noexcept { return served_; }
 
-private:
+  private:
     void serve();
     void answer(int fd);
 
     mutable std::mutex mutex_;
     int listen_fd_ = -1;
-    int wake_read_ = -1;  // a pipe stop() writes to
+    int wake_read_ = -1; // a pipe stop() writes to
     int wake_write_ = -1;
     std::string url_;
     std::string prefix_; // "/TOKEN/buildid/"

@@ -3,13 +3,12 @@
 
 #include "sfunwind/elf/elf_file.hpp"
 
+#include <cstdio>
+#include <cstring>
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <unistd.h>
-
-#include <cstdio>
-#include <cstring>
 
 namespace sfunwind::lldb_plugin {
 
@@ -68,13 +67,15 @@ bool has_sframe(const std::string& path) {
     if (elf_getphdrnum(h.elf, &phnum) != 0) return false;
     for (std::size_t i = 0; i < phnum; ++i) {
         GElf_Phdr phdr;
-        if (gelf_getphdr(h.elf, static_cast<int>(i), &phdr) != nullptr && phdr.p_type == elf::pt_gnu_sframe)
+        if (gelf_getphdr(h.elf, static_cast<int>(i), &phdr) != nullptr &&
+            phdr.p_type == elf::pt_gnu_sframe)
             return true;
     }
     return false;
 }
 
-std::optional<std::vector<std::uint8_t>> read_section(const std::string& path, const std::string& name) {
+std::optional<std::vector<std::uint8_t>> read_section(const std::string& path,
+                                                      const std::string& name) {
     ElfHandle h;
     if (!open_elf(path, h)) return std::nullopt;
     Elf_Scn* scn = find_section(h.elf, name.c_str(), 0);

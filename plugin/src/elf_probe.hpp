@@ -9,9 +9,8 @@
 
 #include "sfunwind/error.hpp"
 
-#include <libelf.h>
-
 #include <cstdint>
+#include <libelf.h>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +39,7 @@ Expected<std::string> read_build_id(const std::string& path);
 bool has_sframe(const std::string& path);
 
 // The bytes of the file's first section of that name, if it has one.
-std::optional<std::vector<std::uint8_t>> read_section(const std::string& path, const std::string& name);
+std::optional<std::vector<std::uint8_t>> read_section(const std::string& path,
+                                                      const std::string& name);
 
 } // namespace sfunwind::lldb_plugin

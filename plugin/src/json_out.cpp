@@ -81,7 +81,9 @@ JsonOut& JsonOut::value(bool b) {
     return *this;
 }
 
-JsonOut& JsonOut::value(std::optional<std::uint64_t> v) { return v ? value(*v) : null(); }
+JsonOut& JsonOut::value(std::optional<std::uint64_t> v) {
+    return v ? value(*v) : null();
+}
 
 JsonOut& JsonOut::null() {
     separate();

@@ -13,7 +13,7 @@
 namespace sfunwind::lldb_plugin {
 
 class JsonOut {
-public:
+  public:
     JsonOut& begin_object();
     JsonOut& end_object();
     JsonOut& begin_array();
@@ -28,7 +28,7 @@ public:
     JsonOut& null();
     const std::string& str() const noexcept { return out_; }
 
-private:
+  private:
     void separate();
     std::string out_;
     bool need_comma_ = false;

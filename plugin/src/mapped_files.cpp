@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "mapped_files.hpp"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <string_view>
 #include <system_error>
+#include <unistd.h>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -54,7 +53,8 @@ std::vector<std::string> mapped_files(const std::string& pid) {
         // Replaced or removed since it was mapped: the name now belongs to
         // another file or to none.
         constexpr std::string_view deleted = " (deleted)";
-        if (path.size() >= deleted.size() && path.compare(path.size() - deleted.size(), deleted.size(), deleted) == 0)
+        if (path.size() >= deleted.size() &&
+            path.compare(path.size() - deleted.size(), deleted.size(), deleted) == 0)
             continue;
         if (seen.insert(path).second) out.push_back(std::move(path));
     }
@@ -65,11 +65,15 @@ std::vector<std::string> debugged_processes() {
     std::map<long, long> parent;
     std::map<long, long> tracer;
     std::error_code ec;
-    for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end;
+         it.increment(ec)) {
         const std::string name = it->path().filename().string();
-        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos || name.size() > 9) continue;
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos ||
+            name.size() > 9)
+            continue;
         std::ifstream in(it->path() / "status");
-        const std::string status((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string status((std::istreambuf_iterator<char>(in)),
+                                 std::istreambuf_iterator<char>());
         const long pid = std::stol(name);
         parent[pid] = field(status, "\nPPid:");
         tracer[pid] = field(status, "\nTracerPid:");

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include "module_catalog.hpp"
 
+#include <algorithm>
+#include <cstdio>
+#include <limits>
 #include <lldb/API/SBAddress.h>
 #include <lldb/API/SBError.h>
 #include <lldb/API/SBFileSpec.h>
 #include <lldb/API/SBProcess.h>
 #include <lldb/API/SBSection.h>
 #include <lldb/API/SBSymbol.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <limits>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -34,7 +33,8 @@ ModuleFile read_module_file(const std::string& path) {
     out.elf = shared;
     auto where = shared->find_sframe();
     if (!where) {
-        out.problem = where.error().code() == Errc::NotFound ? "no SFrame section" : where.error().message();
+        out.problem =
+            where.error().code() == Errc::NotFound ? "no SFrame section" : where.error().message();
         out.broken = where.error().code() != Errc::NotFound;
         return out;
     }
@@ -90,7 +90,8 @@ std::string uuid_key(const std::string& uuid) {
 
 } // namespace
 
-std::shared_ptr<const ModuleFile> ModuleCatalog::file(const std::string& path, const std::string& uuid) {
+std::shared_ptr<const ModuleFile> ModuleCatalog::file(const std::string& path,
+                                                      const std::string& uuid) {
     const std::string key = path + '\n' + uuid_key(uuid);
     {
         const std::lock_guard lock(mutex_);
@@ -105,7 +106,8 @@ std::shared_ptr<const ModuleFile> ModuleCatalog::file(const std::string& path, c
     return it->second;
 }
 
-std::shared_ptr<const ModuleFile> ModuleCatalog::memory_file(lldb::SBTarget& target, const TargetModule& m) {
+std::shared_ptr<const ModuleFile> ModuleCatalog::memory_file(lldb::SBTarget& target,
+                                                             const TargetModule& m) {
     const std::string key = m.path + '\n' + uuid_key(m.uuid) + "\nmemory";
     {
         const std::lock_guard lock(mutex_);
@@ -120,10 +122,12 @@ std::shared_ptr<const ModuleFile> ModuleCatalog::memory_file(lldb::SBTarget& tar
     } else {
         std::vector<std::uint8_t> image(m.end - header);
         lldb::SBError error;
-        const std::size_t got = target.GetProcess().ReadMemory(header, image.data(), image.size(), error);
+        const std::size_t got =
+            target.GetProcess().ReadMemory(header, image.data(), image.size(), error);
         auto elf = got == image.size() && error.Success()
                        ? elf::ElfFile::from_bytes(image, m.name)
-                       : Expected<elf::ElfFile>(Error(Errc::MemoryUnreadable, "cannot read the image of " + m.name));
+                       : Expected<elf::ElfFile>(
+                             Error(Errc::MemoryUnreadable, "cannot read the image of " + m.name));
         if (!elf) {
             out.problem = elf.error().message();
         } else {
@@ -134,8 +138,9 @@ std::shared_ptr<const ModuleFile> ModuleCatalog::memory_file(lldb::SBTarget& tar
                 out.where = shared->find_sframe().value();
                 out.section = std::make_shared<const sframe::Section>(std::move(*section));
             } else {
-                out.problem = section.error().code() == Errc::NotFound ? "no SFrame section (read from memory)"
-                                                                       : section.error().message();
+                out.problem = section.error().code() == Errc::NotFound
+                                  ? "no SFrame section (read from memory)"
+                                  : section.error().message();
                 out.broken = section.error().code() != Errc::NotFound;
             }
         }
@@ -184,7 +189,8 @@ std::vector<TargetModule> ModuleCatalog::modules(lldb::SBTarget& target) {
         if (!identify(target.GetModuleAtIndex(i), m)) continue;
         locate(target, m);
         m.file = file(m.path, m.uuid);
-        if (!m.file->elf && m.loaded && !m.path.empty() && m.path.front() == '[' && target.GetProcess().IsValid())
+        if (!m.file->elf && m.loaded && !m.path.empty() && m.path.front() == '[' &&
+            target.GetProcess().IsValid())
             m.file = memory_file(target, m);
         out.push_back(std::move(m));
     }

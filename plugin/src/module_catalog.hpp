@@ -10,10 +10,9 @@
 #include "sfunwind/sframe/section.hpp"
 #include "sfunwind/unwind/module_set.hpp"
 
+#include <cstdint>
 #include <lldb/API/SBModule.h>
 #include <lldb/API/SBTarget.h>
-
-#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,8 +25,8 @@ namespace sfunwind::lldb_plugin {
 
 // One ELF file, read and searched for SFrame once.
 struct ModuleFile {
-    std::shared_ptr<const elf::ElfFile> elf;          // null when unreadable
-    std::shared_ptr<const sframe::Section> section;   // null without usable SFrame
+    std::shared_ptr<const elf::ElfFile> elf;        // null when unreadable
+    std::shared_ptr<const sframe::Section> section; // null without usable SFrame
     std::optional<elf::SframeLocation> where;
     // Why there is no usable section: "no SFrame section", the open error, or
     // the parse error of a broken section (then `broken` is set).
@@ -37,10 +36,10 @@ struct ModuleFile {
 
 struct TargetModule {
     lldb::SBModule module;
-    std::string path;     // the local file LLDB reads the module from
-    std::string name;     // its last component
-    std::string uuid;     // LLDB's UUID string (the GNU build-id), may be empty
-    bool loaded = false;  // LLDB knows where it is in the process
+    std::string path;    // the local file LLDB reads the module from
+    std::string name;    // its last component
+    std::string uuid;    // LLDB's UUID string (the GNU build-id), may be empty
+    bool loaded = false; // LLDB knows where it is in the process
     std::uint64_t bias = 0;
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
@@ -48,7 +47,7 @@ struct TargetModule {
 };
 
 class ModuleCatalog {
-public:
+  public:
     // Every module of the target, in LLDB's order, with its file. Thread-safe.
     // Asking LLDB for a module's sections makes it look for the module's
     // symbol file first (SBModule::GetNumSections does), so this is not for
@@ -65,7 +64,7 @@ public:
     // vdso): its image is read from there.
     std::shared_ptr<const ModuleFile> memory_file(lldb::SBTarget& target, const TargetModule& m);
 
-private:
+  private:
     std::mutex mutex_;
     std::map<std::string, std::shared_ptr<const ModuleFile>> files_; // path + '\n' + uuid
     std::set<std::string> reported_;

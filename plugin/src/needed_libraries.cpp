@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "needed_libraries.hpp"
 
-#include <gelf.h>
-
 #include <deque>
 #include <filesystem>
+#include <gelf.h>
 #include <set>
 #include <system_error>
 
@@ -45,14 +44,18 @@ Dynamic read_dynamic(const elf::ElfFile& file, const std::string& origin) {
     std::string rpath;
     for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn != nullptr; scn = elf_nextscn(e, scn)) {
         GElf_Shdr shdr;
-        if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_DYNAMIC || shdr.sh_entsize == 0) continue;
+        if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_DYNAMIC ||
+            shdr.sh_entsize == 0)
+            continue;
         Elf_Data* data = elf_getdata(scn, nullptr);
         if (data == nullptr) continue;
         const std::size_t n = shdr.sh_size / shdr.sh_entsize;
         for (std::size_t i = 0; i < n; ++i) {
             GElf_Dyn dyn;
-            if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL) break;
-            if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH) continue;
+            if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL)
+                break;
+            if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)
+                continue;
             const char* s = elf_strptr(e, shdr.sh_link, dyn.d_un.d_val);
             if (s == nullptr) continue;
             if (dyn.d_tag == DT_NEEDED) d.needed.emplace_back(s);
@@ -67,14 +70,22 @@ Dynamic read_dynamic(const elf::ElfFile& file, const std::string& origin) {
 } // namespace
 
 std::vector<std::string> needed_libraries(const elf::ElfFile& program, const std::string& path) {
-    const std::vector<std::string> system_dirs = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                                                  "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-                                                  "/lib/s390x-linux-gnu", "/usr/lib/s390x-linux-gnu",
-                                                  "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
+    const std::vector<std::string> system_dirs = {"/lib/x86_64-linux-gnu",
+                                                  "/usr/lib/x86_64-linux-gnu",
+                                                  "/lib/aarch64-linux-gnu",
+                                                  "/usr/lib/aarch64-linux-gnu",
+                                                  "/lib/s390x-linux-gnu",
+                                                  "/usr/lib/s390x-linux-gnu",
+                                                  "/lib64",
+                                                  "/usr/lib64",
+                                                  "/lib",
+                                                  "/usr/lib"};
     std::vector<std::string> out;
     std::set<std::string> seen_names;
-    std::deque<std::pair<Dynamic, std::string>> queue; // (its dynamic section, the file's directory)
-    queue.emplace_back(read_dynamic(program, std::filesystem::path(path).parent_path().string()), "");
+    std::deque<std::pair<Dynamic, std::string>>
+        queue; // (its dynamic section, the file's directory)
+    queue.emplace_back(read_dynamic(program, std::filesystem::path(path).parent_path().string()),
+                       "");
     while (!queue.empty() && out.size() < max_libraries) {
         const Dynamic d = std::move(queue.front().first);
         queue.pop_front();
@@ -88,7 +99,9 @@ std::vector<std::string> needed_libraries(const elf::ElfFile& program, const std
                 if (!std::filesystem::is_regular_file(candidate, ec)) continue;
                 out.push_back(candidate);
                 if (auto lib = elf::ElfFile::open(candidate))
-                    queue.emplace_back(read_dynamic(*lib, std::filesystem::path(candidate).parent_path().string()), "");
+                    queue.emplace_back(
+                        read_dynamic(*lib, std::filesystem::path(candidate).parent_path().string()),
+                        "");
                 break;
             }
         }

@@ -10,10 +10,9 @@
 #include "sb_symbols.hpp"
 #include "session.hpp"
 
+#include <exception>
 #include <lldb/API/SBCommandInterpreter.h>
 #include <lldb/API/SBDebugger.h>
-
-#include <exception>
 
 namespace sfunwind::lldb_plugin {
 
@@ -24,8 +23,9 @@ Session& session() {
 
 void register_commands(lldb::SBDebugger& debugger, Session& s) {
     lldb::SBCommandInterpreter interp = debugger.GetCommandInterpreter();
-    lldb::SBCommand sframe = interp.AddMultiwordCommand(
-        "sframe", "Unwind with SFrame (the .sframe section) through sfunwind, and make LLDB's own unwinder use it.");
+    lldb::SBCommand sframe =
+        interp.AddMultiwordCommand("sframe", "Unwind with SFrame (the .sframe section) through "
+                                             "sfunwind, and make LLDB's own unwinder use it.");
     sframe.SetHelpLong(
         "The sfunwind plugin reads the SFrame section of every module of the target.\n"
         "'sframe bt' unwinds the selected thread by SFrame alone; 'sframe compare' puts that\n"
@@ -36,48 +36,61 @@ void register_commands(lldb::SBDebugger& debugger, Session& s) {
         "target.debug-file-search-paths or from the plugin's debuginfod responder, with no\n"
         "command; 'sframe cover' (also run by a stop hook) adds the files LLDB did not ask\n"
         "for. 'sframe status' says which modules are covered and how.");
-    sframe.AddCommand("bt", make_bt_command(s),
-                      "Backtrace of the selected thread stepped by SFrame alone (sfunwind's unwinder), from the "
-                      "thread's live registers and memory. Per frame: pc, CFA, sp, fp, the SFrame row used to step "
-                      "out of it and the symbol; then why the walk ended.",
-                      "sframe bt [-c COUNT] [-t THREAD_INDEX] [-s|--summary] [-j|--json]\n"
-                      "  -c COUNT   stop after COUNT frames (default 100000)\n"
-                      "  -t INDEX   the thread with this index ('thread list'), not the selected one\n"
-                      "  -s         print the frame count, time and end only\n"
-                      "  -j         JSON output");
-    sframe.AddCommand("compare", make_compare_command(s),
-                      "Unwind the selected thread by SFrame and by LLDB's own unwinder and compare them frame by "
-                      "frame (pc, CFA, sp, fp). The first divergence is explained: the values on both sides, the "
-                      "SFrame row used, and the SFrame limit behind it when there is one (no SFrame for the module "
-                      "or PC, a rule only valid in the topmost frame, ...).",
-                      "sframe compare [-c COUNT] [-t THREAD_INDEX] [-j|--json]");
-    sframe.AddCommand("show-unwind", make_show_unwind_command(s),
-                      "Print the SFrame rows of the function containing an address, or of the functions named "
-                      "NAME, as a table of rows in the manner of 'image show-unwind'.",
-                      "sframe show-unwind -a ADDRESS | -n NAME\n"
-                      "  ADDRESS: a number (0x... or decimal) or $pc, $sp, $<register> of the selected frame");
-    sframe.AddCommand("dump", make_dump_command(s),
-                      "Dump a module's SFrame section in the layout of 'objdump --sframe' (default: the "
-                      "executable).",
-                      "sframe dump [MODULE]   (MODULE: a file name as 'image list' shows it, or a path)");
-    sframe.AddCommand("status", make_status_command(s),
-                      "Show which modules have SFrame (version, FDEs, size, how it was found), which 'sframe bt' "
-                      "uses, and which modules LLDB's own unwinder covers with generated DWARF CFI (the debug file "
-                      "and how LLDB found it).",
-                      "sframe status [-j|--json]");
-    sframe.AddCommand("cover", make_cover_command(s),
-                      "Generate the SFrame-derived debug files of the selected target's modules (cached by "
-                      "build-id) and make LLDB load the ones it did not get when it loaded the module (a module "
-                      "with a separate debug file of its own, or LLDB's debuginfod client off). Runs by itself "
-                      "from a stop hook; --off stops giving LLDB the files for modules it loads later.",
-                      "sframe cover [--on | --off] [-d|--cache-dir DIR]");
-    sframe.AddCommand("provider", make_provider_command(s),
-                      "Frame-provider mode (LLDB 22 or newer): 'on' registers a scripted frame provider for the "
-                      "selected target whose caller frames come from sfunwind's SFrame walk, so that bt and frame "
-                      "select show them; 'off' clears the target's frame providers. On LLDB 23.1.4 provider frames "
-                      "carry a PC only (their register contexts crash LLDB, so --with-registers is refused), have "
-                      "no variables, and 'sframe compare' is refused while the provider is on.",
-                      "sframe provider [on | off | status]");
+    sframe.AddCommand(
+        "bt", make_bt_command(s),
+        "Backtrace of the selected thread stepped by SFrame alone (sfunwind's unwinder), from the "
+        "thread's live registers and memory. Per frame: pc, CFA, sp, fp, the SFrame row used to "
+        "step "
+        "out of it and the symbol; then why the walk ended.",
+        "sframe bt [-c COUNT] [-t THREAD_INDEX] [-s|--summary] [-j|--json]\n"
+        "  -c COUNT   stop after COUNT frames (default 100000)\n"
+        "  -t INDEX   the thread with this index ('thread list'), not the selected one\n"
+        "  -s         print the frame count, time and end only\n"
+        "  -j         JSON output");
+    sframe.AddCommand(
+        "compare", make_compare_command(s),
+        "Unwind the selected thread by SFrame and by LLDB's own unwinder and compare them frame by "
+        "frame (pc, CFA, sp, fp). The first divergence is explained: the values on both sides, the "
+        "SFrame row used, and the SFrame limit behind it when there is one (no SFrame for the "
+        "module "
+        "or PC, a rule only valid in the topmost frame, ...).",
+        "sframe compare [-c COUNT] [-t THREAD_INDEX] [-j|--json]");
+    sframe.AddCommand(
+        "show-unwind", make_show_unwind_command(s),
+        "Print the SFrame rows of the function containing an address, or of the functions named "
+        "NAME, as a table of rows in the manner of 'image show-unwind'.",
+        "sframe show-unwind -a ADDRESS | -n NAME\n"
+        "  ADDRESS: a number (0x... or decimal) or $pc, $sp, $<register> of the selected frame");
+    sframe.AddCommand(
+        "dump", make_dump_command(s),
+        "Dump a module's SFrame section in the layout of 'objdump --sframe' (default: the "
+        "executable).",
+        "sframe dump [MODULE]   (MODULE: a file name as 'image list' shows it, or a path)");
+    sframe.AddCommand(
+        "status", make_status_command(s),
+        "Show which modules have SFrame (version, FDEs, size, how it was found), which 'sframe bt' "
+        "uses, and which modules LLDB's own unwinder covers with generated DWARF CFI (the debug "
+        "file "
+        "and how LLDB found it).",
+        "sframe status [-j|--json]");
+    sframe.AddCommand(
+        "cover", make_cover_command(s),
+        "Generate the SFrame-derived debug files of the selected target's modules (cached by "
+        "build-id) and make LLDB load the ones it did not get when it loaded the module (a module "
+        "with a separate debug file of its own, or LLDB's debuginfod client off). Runs by itself "
+        "from a stop hook; --off stops giving LLDB the files for modules it loads later.",
+        "sframe cover [--on | --off] [-d|--cache-dir DIR]");
+    sframe.AddCommand(
+        "provider", make_provider_command(s),
+        "Frame-provider mode (LLDB 22 or newer): 'on' registers a scripted frame provider for the "
+        "selected target whose caller frames come from sfunwind's SFrame walk, so that bt and "
+        "frame "
+        "select show them; 'off' clears the target's frame providers. On LLDB 23.1.4 provider "
+        "frames "
+        "carry a PC only (their register contexts crash LLDB, so --with-registers is refused), "
+        "have "
+        "no variables, and 'sframe compare' is refused while the provider is on.",
+        "sframe provider [on | off | status]");
 }
 
 } // namespace sfunwind::lldb_plugin

@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 #include <link.h>
-
 #include <string_view>
 
 namespace sfunwind::lldb_plugin {

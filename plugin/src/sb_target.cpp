@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "sb_target.hpp"
 
+#include <array>
 #include <lldb/API/SBDebugger.h>
 #include <lldb/API/SBError.h>
 #include <lldb/API/SBValue.h>
-
-#include <array>
 #include <string_view>
 
 namespace sfunwind::lldb_plugin {
@@ -16,7 +15,8 @@ const Abi* abi_of(lldb::SBTarget& target) {
     const std::string_view t(triple);
     if (t.rfind("x86_64", 0) == 0) return &abi_amd64();
     if (t.rfind("aarch64_be", 0) == 0) return &abi_aarch64(ByteOrder::Big);
-    if (t.rfind("aarch64", 0) == 0 || t.rfind("arm64", 0) == 0) return &abi_aarch64(ByteOrder::Little);
+    if (t.rfind("aarch64", 0) == 0 || t.rfind("arm64", 0) == 0)
+        return &abi_aarch64(ByteOrder::Little);
     if (t.rfind("s390x", 0) == 0 || t.rfind("systemz", 0) == 0) return &abi_s390x();
     return nullptr;
 }
@@ -26,7 +26,8 @@ int lldb_major_version() {
     const auto at = v.find("version ");
     if (at == std::string::npos) return 0;
     int major = 0;
-    for (std::size_t i = at + 8; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i) major = major * 10 + (v[i] - '0');
+    for (std::size_t i = at + 8; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i)
+        major = major * 10 + (v[i] - '0');
     return major;
 }
 
@@ -35,8 +36,8 @@ std::string lldb_register_name(const Abi& abi, std::uint16_t reg) {
     // DWARF for the Arm 64-bit architecture section 4.1, s390x ELF ABI
     // table 1.17), mapped to the names LLDB's register contexts use.
     static constexpr std::array<const char*, 17> amd64 = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi",
-                                                         "rbp", "rsp", "r8",  "r9",  "r10", "r11",
-                                                         "r12", "r13", "r14", "r15", "rip"};
+                                                          "rbp", "rsp", "r8",  "r9",  "r10", "r11",
+                                                          "r12", "r13", "r14", "r15", "rip"};
     switch (abi.arch) {
     case Arch::X86_64:
         return reg < amd64.size() ? amd64[reg] : "";
@@ -45,7 +46,8 @@ std::string lldb_register_name(const Abi& abi, std::uint16_t reg) {
         return reg == 31 ? "sp" : "";
     case Arch::S390x:
         return reg <= 15 ? "r" + std::to_string(reg) : "";
-    case Arch::Ppc64: break;
+    case Arch::Ppc64:
+        break;
     }
     return "";
 }
@@ -57,7 +59,8 @@ bool SbMemory::read(std::uint64_t addr, std::span<std::uint8_t> out) {
     return error.Success() && got == out.size();
 }
 
-std::optional<std::uint64_t> read_register(lldb::SBFrame& frame, const Abi& abi, std::uint16_t dwarf_reg) {
+std::optional<std::uint64_t> read_register(lldb::SBFrame& frame, const Abi& abi,
+                                           std::uint16_t dwarf_reg) {
     const std::string name = lldb_register_name(abi, dwarf_reg);
     if (name.empty()) return std::nullopt;
     lldb::SBValue value = frame.FindRegister(name.c_str());

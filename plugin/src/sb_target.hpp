@@ -7,11 +7,10 @@
 #include "sfunwind/abi.hpp"
 #include "sfunwind/unwind/step.hpp"
 
+#include <cstdint>
 #include <lldb/API/SBFrame.h>
 #include <lldb/API/SBProcess.h>
 #include <lldb/API/SBTarget.h>
-
-#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -28,28 +27,29 @@ int lldb_major_version();
 std::string lldb_register_name(const Abi& abi, std::uint16_t dwarf_reg);
 
 class SbMemory final : public MemoryReader {
-public:
+  public:
     explicit SbMemory(lldb::SBProcess process) : process_(std::move(process)) {}
     bool read(std::uint64_t addr, std::span<std::uint8_t> out) override;
     std::uint64_t reads() const noexcept { return reads_; }
 
-private:
+  private:
     lldb::SBProcess process_;
     std::uint64_t reads_ = 0;
 };
 
 // A register of one LLDB frame by DWARF number; empty when LLDB has no value
 // for it (unavailable in a caller frame, unknown name).
-std::optional<std::uint64_t> read_register(lldb::SBFrame& frame, const Abi& abi, std::uint16_t dwarf_reg);
+std::optional<std::uint64_t> read_register(lldb::SBFrame& frame, const Abi& abi,
+                                           std::uint16_t dwarf_reg);
 
 // Every register of the topmost frame, for rules that name one (v3 flexible
 // FDEs, s390x register-saved RA).
 class SbRegisters final : public RegisterSource {
-public:
+  public:
     SbRegisters(lldb::SBFrame frame, const Abi& abi) : frame_(std::move(frame)), abi_(abi) {}
     std::optional<std::uint64_t> get(std::uint16_t dwarf_reg) override;
 
-private:
+  private:
     lldb::SBFrame frame_;
     const Abi& abi_;
 };

@@ -3,11 +3,10 @@
 
 #include "coverage.hpp"
 
-#include <lldb/API/SBCommandInterpreter.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <list>
+#include <lldb/API/SBCommandInterpreter.h>
 #include <mutex>
 #include <string_view>
 #include <system_error>
@@ -18,8 +17,8 @@ namespace {
 // The options of `target create` that take a value, by short and long name
 // (LLDB 19 and 23). -d/--no-dependents takes one only when attached.
 constexpr std::string_view valued_short = "apvbScslr";
-constexpr std::string_view valued_long[] = {"arch",  "platform", "version", "build",      "sysroot",
-                                            "core",  "label",    "symfile", "remote-file"};
+constexpr std::string_view valued_long[] = {"arch", "platform", "version", "build",      "sysroot",
+                                            "core", "label",    "symfile", "remote-file"};
 
 std::string absolute(const std::string& path) {
     if (path.empty()) return path;
@@ -40,7 +39,8 @@ struct Baton {
 
 std::mutex batons_mutex;
 std::list<Baton>& batons() {
-    static auto* list = new std::list<Baton>(); // never destroyed: LLDB may call the hook until it exits
+    static auto* list =
+        new std::list<Baton>(); // never destroyed: LLDB may call the hook until it exits
     return *list;
 }
 
@@ -82,7 +82,8 @@ TargetCreateFiles parse_target_create(const char** argv) {
                 has_value = true;
             }
             bool valued = false;
-            for (const auto v : valued_long) valued = valued || name == v;
+            for (const auto v : valued_long)
+                valued = valued || name == v;
             if (valued && !has_value && argv[i + 1] != nullptr) {
                 value = argv[++i];
                 has_value = true;
@@ -116,7 +117,8 @@ bool install_target_create_hook(lldb::SBDebugger& debugger, Coverage& coverage) 
         const std::lock_guard lock(batons_mutex);
         b = &batons().emplace_back(Baton{&coverage, debugger.GetInstanceName()});
     }
-    return debugger.GetCommandInterpreter().SetCommandOverrideCallback("target create", &on_target_create, b);
+    return debugger.GetCommandInterpreter().SetCommandOverrideCallback("target create",
+                                                                       &on_target_create, b);
 }
 
 } // namespace sfunwind::lldb_plugin

@@ -11,7 +11,6 @@
 #pragma once
 
 #include <lldb/API/SBDebugger.h>
-
 #include <string>
 
 namespace sfunwind::lldb_plugin {

@@ -13,7 +13,8 @@ constexpr std::uint64_t max_frame_count = 10'000'000;
 } // namespace
 
 std::optional<ThreadRequest> thread_request(lldb::SBDebugger& debugger, const ParsedArgs& args,
-                                            std::string_view command, std::uint32_t default_max_frames,
+                                            std::string_view command,
+                                            std::uint32_t default_max_frames,
                                             lldb::SBCommandReturnObject& result) {
     const std::string name(command);
     ThreadRequest r;
@@ -50,7 +51,10 @@ void json_frames(JsonOut& j, const std::vector<FrameView>& frames, const SframeW
         const FrameView& v = frames[i];
         j.begin_object();
         if (walk != nullptr && i < walk->link_pcs.size())
-            j.key("module_path").value(walk->module_paths[i]).key("link_pc").value(walk->link_pcs[i]);
+            j.key("module_path")
+                .value(walk->module_paths[i])
+                .key("link_pc")
+                .value(walk->link_pcs[i]);
         j.key("pc").value(v.pc).key("cfa").value(v.cfa).key("sp").value(v.sp).key("fp").value(v.fp);
         j.key("function").value(v.function).key("module").value(v.module).key("row").value(v.rule);
         j.end_object();

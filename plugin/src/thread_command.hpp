@@ -8,10 +8,9 @@
 #include "json_out.hpp"
 #include "walk.hpp"
 
+#include <cstdint>
 #include <lldb/API/SBCommandReturnObject.h>
 #include <lldb/API/SBDebugger.h>
-
-#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -32,12 +31,14 @@ struct ThreadRequest {
 // no stopped thread, sets "COMMAND: why" as the result's error and returns
 // nothing.
 std::optional<ThreadRequest> thread_request(lldb::SBDebugger& debugger, const ParsedArgs& args,
-                                            std::string_view command, std::uint32_t default_max_frames,
+                                            std::string_view command,
+                                            std::uint32_t default_max_frames,
                                             lldb::SBCommandReturnObject& result);
 
 // Frames as a JSON array of objects: pc, cfa, sp, fp, function, module, row
 // ("" when there is none) and, with the SFrame walk they came from, each
 // frame's module file and the link-time address its row was looked up at.
-void json_frames(JsonOut& j, const std::vector<FrameView>& frames, const SframeWalk* walk = nullptr);
+void json_frames(JsonOut& j, const std::vector<FrameView>& frames,
+                 const SframeWalk* walk = nullptr);
 
 } // namespace sfunwind::lldb_plugin

@@ -6,7 +6,6 @@
 #include <lldb/API/SBFrame.h>
 #include <lldb/lldb-defines.h>
 #include <lldb/lldb-enumerations.h>
-
 #include <optional>
 
 namespace sfunwind::lldb_plugin {
@@ -20,19 +19,23 @@ const TargetModule* module_at(const std::vector<TargetModule>& modules, std::uin
 
 } // namespace
 
-Expected<StopContext> current_stop(lldb::SBDebugger& debugger, std::optional<std::uint32_t> thread_index) {
+Expected<StopContext> current_stop(lldb::SBDebugger& debugger,
+                                   std::optional<std::uint32_t> thread_index) {
     StopContext c;
     c.target = debugger.GetSelectedTarget();
     if (!c.target.IsValid()) return Error(Errc::NotFound, "no target: use 'target create' first");
     c.process = c.target.GetProcess();
-    if (!c.process.IsValid()) return Error(Errc::NotFound, "the target has no process: run or load a core first");
+    if (!c.process.IsValid())
+        return Error(Errc::NotFound, "the target has no process: run or load a core first");
     const lldb::StateType state = c.process.GetState();
-    if (state != lldb::eStateStopped && state != lldb::eStateCrashed && state != lldb::eStateSuspended)
+    if (state != lldb::eStateStopped && state != lldb::eStateCrashed &&
+        state != lldb::eStateSuspended)
         return Error(Errc::NotFound, "the process is not stopped");
-    c.thread = thread_index ? c.process.GetThreadByIndexID(*thread_index) : c.process.GetSelectedThread();
+    c.thread =
+        thread_index ? c.process.GetThreadByIndexID(*thread_index) : c.process.GetSelectedThread();
     if (!c.thread.IsValid())
-        return Error(Errc::NotFound,
-                     thread_index ? "no thread #" + std::to_string(*thread_index) : std::string("no selected thread"));
+        return Error(Errc::NotFound, thread_index ? "no thread #" + std::to_string(*thread_index)
+                                                  : std::string("no selected thread"));
     c.abi = abi_of(c.target);
     if (c.abi == nullptr)
         return Error(Errc::Unsupported,
@@ -42,7 +45,8 @@ Expected<StopContext> current_stop(lldb::SBDebugger& debugger, std::optional<std
 }
 
 Expected<std::unique_ptr<SframeWalk>> sframe_walk(ModuleCatalog& catalog, StopContext& stop,
-                                                  std::uint32_t max_frames, std::optional<FrameRegs> given) {
+                                                  std::uint32_t max_frames,
+                                                  std::optional<FrameRegs> given) {
     auto walk = std::make_unique<SframeWalk>();
     walk->modules = catalog.modules(stop.target);
     walk->set = sframe_module_set(walk->modules);
@@ -52,7 +56,8 @@ Expected<std::unique_ptr<SframeWalk>> sframe_walk(ModuleCatalog& catalog, StopCo
         top = stop.thread.GetFrameAtIndex(0);
         regs = frame_registers(*top, *stop.abi);
     }
-    if (!regs) return Error(Errc::NotFound, "cannot read the registers of the thread's topmost frame");
+    if (!regs)
+        return Error(Errc::NotFound, "cannot read the registers of the thread's topmost frame");
     SbMemory memory(stop.process);
     std::optional<SbRegisters> extra;
     if (top) extra.emplace(*top, *stop.abi);
@@ -104,7 +109,8 @@ std::vector<FrameView> lldb_frames(StopContext& stop, std::uint32_t max_frames) 
         v.fp = read_register(f, *stop.abi, stop.abi->fp_reg);
         v.function = symbol_at(stop.target, v.pc, !out.empty());
         lldb::SBModule m = concrete.GetModule();
-        if (m.IsValid() && m.GetFileSpec().GetFilename() != nullptr) v.module = m.GetFileSpec().GetFilename();
+        if (m.IsValid() && m.GetFileSpec().GetFilename() != nullptr)
+            v.module = m.GetFileSpec().GetFilename();
         out.push_back(std::move(v));
     }
     return out;

@@ -5,18 +5,16 @@
 #pragma once
 
 #include "module_catalog.hpp"
-
 #include "sfunwind/abi.hpp"
 #include "sfunwind/error.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
 #include "sfunwind/unwind/compare.hpp"
 
+#include <cstdint>
 #include <lldb/API/SBDebugger.h>
 #include <lldb/API/SBProcess.h>
 #include <lldb/API/SBTarget.h>
 #include <lldb/API/SBThread.h>
-
-#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -33,11 +31,12 @@ struct StopContext {
 // The selected target's process and a thread of it: the one with LLDB index
 // `thread_index` (as `thread list` numbers them), else the selected one.
 // Errors say what is missing (no target, no process, running, no ABI).
-Expected<StopContext> current_stop(lldb::SBDebugger& debugger, std::optional<std::uint32_t> thread_index);
+Expected<StopContext> current_stop(lldb::SBDebugger& debugger,
+                                   std::optional<std::uint32_t> thread_index);
 
 struct SframeWalk {
     std::vector<TargetModule> modules;
-    ModuleSet set;                // Backtrace frames point into it
+    ModuleSet set; // Backtrace frames point into it
     Backtrace bt;
     std::vector<FrameView> views; // bt's frames with function and module names
     // Per frame: the file of the module holding the PC and the link-time

@@ -13,13 +13,12 @@
 #include "sfunwind/unwind/backtrace.hpp"
 #include "sfunwind/unwind/step.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
-#include <exception>
 #include <cinttypes>
 #include <cstdio>
+#include <exception>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -28,7 +27,9 @@ using nlohmann::json;
 
 namespace {
 
-std::uint64_t num(const json& j) { return std::stoull(j.get<std::string>(), nullptr, 0); }
+std::uint64_t num(const json& j) {
+    return std::stoull(j.get<std::string>(), nullptr, 0);
+}
 
 std::vector<std::uint8_t> unhex(const std::string& s) {
     std::vector<std::uint8_t> out(s.size() / 2);
@@ -38,15 +39,19 @@ std::vector<std::uint8_t> unhex(const std::string& s) {
 }
 
 class DumpMemory final : public MemoryReader {
-public:
-    DumpMemory(std::uint64_t base, std::vector<std::uint8_t> bytes) : base_(base), bytes_(std::move(bytes)) {}
+  public:
+    DumpMemory(std::uint64_t base, std::vector<std::uint8_t> bytes)
+        : base_(base), bytes_(std::move(bytes)) {}
     bool read(std::uint64_t addr, std::span<std::uint8_t> out) override {
-        if (addr < base_ || addr - base_ > bytes_.size() || bytes_.size() - (addr - base_) < out.size()) return false;
-        std::copy_n(bytes_.begin() + static_cast<std::ptrdiff_t>(addr - base_), out.size(), out.begin());
+        if (addr < base_ || addr - base_ > bytes_.size() ||
+            bytes_.size() - (addr - base_) < out.size())
+            return false;
+        std::copy_n(bytes_.begin() + static_cast<std::ptrdiff_t>(addr - base_), out.size(),
+                    out.begin());
         return true;
     }
 
-private:
+  private:
     std::uint64_t base_;
     std::vector<std::uint8_t> bytes_;
 };
@@ -54,7 +59,7 @@ private:
 // r0-r31 of the stopped thread, for rules that name a GPR (RA in r0 after
 // mflr r0) in the topmost frame.
 class DumpRegisters final : public RegisterSource {
-public:
+  public:
     explicit DumpRegisters(const json& regs) : regs_(regs) {}
     std::optional<std::uint64_t> get(std::uint16_t reg) override {
         const std::string name = "r" + std::to_string(reg);
@@ -62,7 +67,7 @@ public:
         return std::nullopt;
     }
 
-private:
+  private:
     const json& regs_;
 };
 
@@ -93,7 +98,8 @@ int run(int argc, char** argv) {
         return std::fprintf(stderr, "no function %s\n", argv[3]), 2;
     }
     if (argc != 3) {
-        std::fprintf(stderr, "usage: tb_replay FIXTURE STOPS.jsonl | tb_replay --entry FIXTURE NAME\n");
+        std::fprintf(stderr,
+                     "usage: tb_replay FIXTURE STOPS.jsonl | tb_replay --entry FIXTURE NAME\n");
         return 2;
     }
     auto file = elf::ElfFile::open(argv[1]);
@@ -148,20 +154,25 @@ int run(int argc, char** argv) {
         std::string problem;
         for (std::size_t k = 0; k < n && problem.empty(); ++k) {
             if (k >= ours.size()) {
-                problem = "frame " + std::to_string(k) + " missing: ours ended after " + std::to_string(ours.size()) +
-                          " frames: " + end;
+                problem = "frame " + std::to_string(k) + " missing: ours ended after " +
+                          std::to_string(ours.size()) + " frames: " + end;
                 break;
             }
             const std::uint64_t pc = num(gdb[k]["pc"]);
             ++frames_compared;
-            if (ours[k].pc != pc) problem = "frame " + std::to_string(k) + " pc " + hex(ours[k].pc) + ", GDB " + hex(pc);
+            if (ours[k].pc != pc)
+                problem =
+                    "frame " + std::to_string(k) + " pc " + hex(ours[k].pc) + ", GDB " + hex(pc);
             if (problem.empty() && !gdb[k]["sp"].is_null() && ours[k].sp != num(gdb[k]["sp"]))
-                problem = "frame " + std::to_string(k) + " sp " + hex(ours[k].sp) + ", GDB " + hex(num(gdb[k]["sp"]));
+                problem = "frame " + std::to_string(k) + " sp " + hex(ours[k].sp) + ", GDB " +
+                          hex(num(gdb[k]["sp"]));
             if (problem.empty() && !gdb[k]["r31"].is_null()) {
                 ++r31_compared;
                 r31_equal += ours[k].fp == num(gdb[k]["r31"]) ? 1U : 0U;
             }
-            if (!problem.empty() && k > 0) problem += " (row used in frame " + std::to_string(k - 1) + ": " + ours[k - 1].row + ")";
+            if (!problem.empty() && k > 0)
+                problem +=
+                    " (row used in frame " + std::to_string(k - 1) + ": " + ours[k - 1].row + ")";
         }
         // Ours must not claim more frames than GDB found.
         if (problem.empty() && ours.size() > n)
@@ -177,14 +188,17 @@ int run(int argc, char** argv) {
         } else {
             std::string names;
             for (const auto& f : gdb)
-                names += (names.empty() ? "" : " < ") + (f["name"].is_string() ? f["name"].get<std::string>() : "?");
-            std::printf("MISMATCH stop %d at %s: %s\n  GDB: %s\n", stop["stop"].get<int>(), hex(num(regs["pc"])).c_str(),
-                        problem.c_str(), names.c_str());
+                names += (names.empty() ? "" : " < ") +
+                         (f["name"].is_string() ? f["name"].get<std::string>() : "?");
+            std::printf("MISMATCH stop %d at %s: %s\n  GDB: %s\n", stop["stop"].get<int>(),
+                        hex(num(regs["pc"])).c_str(), problem.c_str(), names.c_str());
         }
     }
-    std::printf("%s: %zu stops, %zu match GDB's CFI backtrace (%zu frames compared; r31 equal in %zu of %zu); "
+    std::printf("%s: %zu stops, %zu match GDB's CFI backtrace (%zu frames compared; r31 equal in "
+                "%zu of %zu); "
                 "%zu stops in leaf, %zu match\n",
-                argv[1], stops, matched, frames_compared, r31_equal, r31_compared, leaf_stops, leaf_matched);
+                argv[1], stops, matched, frames_compared, r31_equal, r31_compared, leaf_stops,
+                leaf_matched);
     return stops > 0 && matched == stops ? 0 : 1;
 }
 

@@ -12,8 +12,12 @@
 
 namespace sfunwind::test {
 
-inline std::filesystem::path shared_dir() { return SFUNWIND_SHARED_DIR; }
-inline std::filesystem::path source_dir() { return SFUNWIND_SOURCE_DIR; }
+inline std::filesystem::path shared_dir() {
+    return SFUNWIND_SHARED_DIR;
+}
+inline std::filesystem::path source_dir() {
+    return SFUNWIND_SOURCE_DIR;
+}
 
 inline std::string read_text(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -30,14 +34,18 @@ inline std::string normalise(const std::string& text) {
     std::istringstream in(text);
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) {
-        while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.pop_back();
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r'))
+            line.pop_back();
         lines.push_back(line);
     }
-    while (!lines.empty() && lines.back().empty()) lines.pop_back();
+    while (!lines.empty() && lines.back().empty())
+        lines.pop_back();
     std::size_t first = 0;
-    while (first < lines.size() && lines[first].empty()) ++first;
+    while (first < lines.size() && lines[first].empty())
+        ++first;
     std::string out;
-    for (std::size_t i = first; i < lines.size(); ++i) out += lines[i] + "\n";
+    for (std::size_t i = first; i < lines.size(); ++i)
+        out += lines[i] + "\n";
     return out;
 }
 

@@ -173,8 +173,9 @@ TEST_CASE(
     CHECK(r.problems.empty());
 }
 
-TEST_CASE("check: SFrame v1 (gas 2.40): DRAP function skipped by gas, PLT mask repeats every 16 bytes",
-          "[check]") {
+TEST_CASE(
+    "check: SFrame v1 (gas 2.40): DRAP function skipped by gas, PLT mask repeats every 16 bytes",
+    "[check]") {
     const auto f = open_fixture("bin/gas-2.40/realign-O2-nofp");
     const auto r = run_check(f);
     const auto* drap = function_named(r, "uses_drap");
@@ -342,7 +343,8 @@ TEST_CASE("check: a wrong CFA offset, a missing FDE, an extra FDE and a dead FRE
     CHECK(got->findings.size() == 1);
 }
 
-TEST_CASE("SFrame v1 PC-mask FDEs (ld 2.40 .plt): every PLT entry's rows match the CFI", "[check]") {
+TEST_CASE("SFrame v1 PC-mask FDEs (ld 2.40 .plt): every PLT entry's rows match the CFI",
+          "[check]") {
     // GNU ld 2.40 writes v1, which has no repeat block size; the decoder
     // takes AMD64's 16-byte PLT entry (layout_v1.cpp). At every byte of
     // every entry, lookup()'s row must give what libdwfl finds from ld's

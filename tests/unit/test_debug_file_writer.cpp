@@ -9,10 +9,9 @@
 #include "sfunwind/elf/elf_file.hpp"
 #include "support.hpp"
 
+#include <algorithm>
 #include <gelf.h>
 #include <unistd.h>
-
-#include <algorithm>
 
 using namespace sfunwind;
 
@@ -25,14 +24,16 @@ elf::ElfFile open_file(const std::string& path) {
 }
 
 std::string temp_path(const std::string& name) {
-    return (std::filesystem::temp_directory_path() / ("sfunwind-dbgfile-" + std::to_string(::getpid()) + "-" + name))
+    return (std::filesystem::temp_directory_path() /
+            ("sfunwind-dbgfile-" + std::to_string(::getpid()) + "-" + name))
         .string();
 }
 
 } // namespace
 
 TEST_CASE("write_debug_file: a copy with .debug_frame and the missing function symbols") {
-    const auto fixture = (test::source_dir() / "tests/fixtures/bin/gas-2.40/plt-O2-nofp-noeh/plt").string();
+    const auto fixture =
+        (test::source_dir() / "tests/fixtures/bin/gas-2.40/plt-O2-nofp-noeh/plt").string();
     const elf::ElfFile program = open_file(fixture);
     auto section = program.sframe();
     REQUIRE(section);

@@ -19,19 +19,18 @@
 #include "sfunwind/sframe/writer.hpp"
 #include "support.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
-#include <libelf.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdio>
 #include <fstream>
+#include <libelf.h>
 #include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <unistd.h>
 
 using namespace sfunwind;
 using Kind = RegRule::Kind;
@@ -40,8 +39,12 @@ namespace {
 
 // A made-up machine state: register r holds reg_value(r), a load from
 // address a gives memory_value(a).
-std::uint64_t reg_value(unsigned r) { return 0x7f0000000000ULL + 0x100000ULL * r; }
-std::uint64_t memory_value(std::uint64_t a) { return (a ^ 0x5a5a5a5aULL) + 0x1000; }
+std::uint64_t reg_value(unsigned r) {
+    return 0x7f0000000000ULL + 0x100000ULL * r;
+}
+std::uint64_t memory_value(std::uint64_t a) {
+    return (a ^ 0x5a5a5a5aULL) + 0x1000;
+}
 
 std::uint64_t expected_cfa(const CfaRule& c) {
     const std::uint64_t a = reg_value(c.reg) + static_cast<std::uint64_t>(std::int64_t{c.offset});
@@ -59,13 +62,19 @@ struct Where {
 Where expected_rule(const RegRule& r, std::uint64_t cfa) {
     const auto off = static_cast<std::uint64_t>(std::int64_t{r.offset});
     switch (r.kind) {
-    case Kind::Undefined: return {Where::What::Undefined, 0};
-    case Kind::SameValue: return {Where::What::Same, 0};
-    case Kind::AtCfa: return {Where::What::Address, cfa + off};
-    case Kind::ValCfa: return {Where::What::Value, cfa + off};
-    case Kind::AtReg: return {Where::What::Address, reg_value(r.reg) + off};
+    case Kind::Undefined:
+        return {Where::What::Undefined, 0};
+    case Kind::SameValue:
+        return {Where::What::Same, 0};
+    case Kind::AtCfa:
+        return {Where::What::Address, cfa + off};
+    case Kind::ValCfa:
+        return {Where::What::Value, cfa + off};
+    case Kind::AtReg:
+        return {Where::What::Address, reg_value(r.reg) + off};
     case Kind::ValReg:
-        return r.offset == 0 ? Where{Where::What::Register, r.reg} : Where{Where::What::Value, reg_value(r.reg) + off};
+        return r.offset == 0 ? Where{Where::What::Register, r.reg}
+                             : Where{Where::What::Value, reg_value(r.reg) + off};
     }
     return {};
 }
@@ -87,11 +96,15 @@ std::optional<Where> evaluate(const Dwarf_Op* ops, std::size_t n, std::uint64_t 
             stack.push_back(atom - DW_OP_lit0);
         } else {
             switch (atom) {
-            case DW_OP_bregx: stack.push_back(reg_value(static_cast<unsigned>(op.number)) + op.number2); break;
+            case DW_OP_bregx:
+                stack.push_back(reg_value(static_cast<unsigned>(op.number)) + op.number2);
+                break;
             case DW_OP_regx:
                 if (n != 1) return std::nullopt;
                 return Where{Where::What::Register, op.number};
-            case DW_OP_call_frame_cfa: stack.push_back(cfa); break;
+            case DW_OP_call_frame_cfa:
+                stack.push_back(cfa);
+                break;
             case DW_OP_consts:
             case DW_OP_constu:
             case DW_OP_const1s:
@@ -101,7 +114,9 @@ std::optional<Where> evaluate(const Dwarf_Op* ops, std::size_t n, std::uint64_t 
             case DW_OP_const2u:
             case DW_OP_const4u:
             case DW_OP_const8u:
-            case DW_OP_const8s: stack.push_back(op.number); break;
+            case DW_OP_const8s:
+                stack.push_back(op.number);
+                break;
             case DW_OP_plus_uconst:
                 if (stack.empty()) return std::nullopt;
                 stack.back() += op.number;
@@ -118,8 +133,11 @@ std::optional<Where> evaluate(const Dwarf_Op* ops, std::size_t n, std::uint64_t 
                 if (stack.empty()) return std::nullopt;
                 stack.back() = memory_value(stack.back());
                 break;
-            case DW_OP_stack_value: value = true; break;
-            default: return std::nullopt;
+            case DW_OP_stack_value:
+                value = true;
+                break;
+            default:
+                return std::nullopt;
             }
         }
     }
@@ -141,11 +159,11 @@ Where libdw_rule(Dwarf_Frame* frame, unsigned reg, std::uint64_t cfa) {
 // A debug file for `program` with `frame` as its .debug_frame, opened with
 // libdw. Keeps what libdw needs alive.
 class DebugFrameReader {
-public:
+  public:
     DebugFrameReader(const elf::ElfFile& program, const std::vector<std::uint8_t>& frame,
                      const std::string& name) {
-        path_ = (std::filesystem::temp_directory_path() / ("sfunwind-dwarf-writer-" + std::to_string(::getpid()) +
-                                                            "-" + name))
+        path_ = (std::filesystem::temp_directory_path() /
+                 ("sfunwind-dwarf-writer-" + std::to_string(::getpid()) + "-" + name))
                     .string();
         elf::DebugFileContents contents;
         contents.debug_frame = frame;
@@ -170,7 +188,7 @@ public:
     }
     Dwarf_CFI* cfi() const { return cfi_; }
 
-private:
+  private:
     std::string path_;
     int fd_ = -1;
     ::Elf* elf_ = nullptr;
@@ -184,14 +202,15 @@ struct Counts {
 };
 
 // Checks the DWARF rules at `pc` against the SFrame row lookup() gives there.
-void check_pc(const DebugFrameReader& r, const sframe::Section& section, std::uint64_t pc, const std::string& what,
-              Counts& counts) {
+void check_pc(const DebugFrameReader& r, const sframe::Section& section, std::uint64_t pc,
+              const std::string& what, Counts& counts) {
     const Abi& abi = section.abi();
     auto row = section.lookup(pc);
     if (!row) return; // not covered by SFrame: nothing to compare
     INFO(what << ": pc 0x" << std::hex << pc << std::dec << ", SFrame row " << describe(*row, abi));
     Dwarf_Frame* raw = nullptr;
-    if (dwarf_cfi_addrframe(r.cfi(), pc, &raw) != 0) FAIL(std::string("dwarf_cfi_addrframe: ") + dwarf_errmsg(-1));
+    if (dwarf_cfi_addrframe(r.cfi(), pc, &raw) != 0)
+        FAIL(std::string("dwarf_cfi_addrframe: ") + dwarf_errmsg(-1));
     std::unique_ptr<Dwarf_Frame, void (*)(void*)> frame(raw, std::free);
     Dwarf_Addr start = 0;
     Dwarf_Addr end = 0;
@@ -213,18 +232,21 @@ void check_pc(const DebugFrameReader& r, const sframe::Section& section, std::ui
     }
     const std::uint64_t cfa = expected_cfa(row->cfa);
     CHECK(libdw_rule(frame.get(), abi.ra_reg, cfa) == expected_rule(row->ra, cfa));
-    if (!row->outermost) CHECK(libdw_rule(frame.get(), abi.fp_reg, cfa) == expected_rule(row->fp, cfa));
+    if (!row->outermost)
+        CHECK(libdw_rule(frame.get(), abi.fp_reg, cfa) == expected_rule(row->fp, cfa));
     // Registers SFrame cannot restore are undefined, never "same value".
     for (const std::uint16_t reg : cfi::untracked_callee_saved(abi))
         CHECK(libdw_rule(frame.get(), reg, cfa).what == Where::What::Undefined);
     if (abi.sp_from_cfa != 0)
         CHECK(libdw_rule(frame.get(), abi.sp_reg, cfa) ==
-              (Where{Where::What::Value, cfa + static_cast<std::uint64_t>(std::int64_t{abi.sp_from_cfa})}));
+              (Where{Where::What::Value,
+                     cfa + static_cast<std::uint64_t>(std::int64_t{abi.sp_from_cfa})}));
 }
 
 // Every row of every FDE: its first and last byte (each repeat block of a
 // PC-mask FDE).
-Counts check_section(const elf::ElfFile& program, const sframe::Section& section, const std::string& name) {
+Counts check_section(const elf::ElfFile& program, const sframe::Section& section,
+                     const std::string& name) {
     auto frame = cfi::write_debug_frame(section);
     if (!frame) FAIL(name << ": " << frame.error().message());
     CHECK(frame->skipped.empty());
@@ -259,7 +281,8 @@ Counts check_section(const elf::ElfFile& program, const sframe::Section& section
 
 std::vector<std::string> fixture_paths() {
     std::vector<std::string> out;
-    std::istringstream manifest(test::read_text(test::source_dir() / "tests/fixtures/manifest.tsv"));
+    std::istringstream manifest(
+        test::read_text(test::source_dir() / "tests/fixtures/manifest.tsv"));
     for (std::string line; std::getline(manifest, line);) {
         if (line.empty() || line[0] == '#') continue;
         out.push_back(line.substr(0, line.find('\t')));
@@ -283,7 +306,8 @@ TEST_CASE("write_debug_frame: every fixture's SFrame rows read back through libd
     for (const auto& rel : fixture_paths()) {
         const elf::ElfFile program = open_fixture(rel);
         auto section = program.sframe();
-        if (!section && section.error().code() == Errc::NotFound) continue; // no SFrame (a shared library of lld)
+        if (!section && section.error().code() == Errc::NotFound)
+            continue; // no SFrame (a shared library of lld)
         if (!section) FAIL(rel << ": " << section.error().message());
         const Counts c = check_section(program, *section, std::to_string(files));
         CHECK(c.rows > 0);
@@ -298,7 +322,8 @@ TEST_CASE("write_debug_frame: every fixture's SFrame rows read back through libd
     WARN("checked " << pcs << " PCs in " << files << " fixtures");
 }
 
-TEST_CASE("write_debug_frame: GNU ld 2.40's SFrame v1 PC-mask FDE is written per 16-byte PLT entry") {
+TEST_CASE(
+    "write_debug_frame: GNU ld 2.40's SFrame v1 PC-mask FDE is written per 16-byte PLT entry") {
     // v1 stores no repeat block size; AMD64's PLT entry size is implied
     // (core/src/sframe/layout_v1.cpp), so each of the four pltN entries
     // [0x1030, 0x1070) gets the two rows (+0 CFA=rsp+8, +11 CFA=rsp+16).
@@ -333,7 +358,9 @@ TEST_CASE("write_debug_frame: rules the fixtures lack") {
     elf_version(EV_CURRENT);
     using sframe::FdeSpec;
     using sframe::FreSpec;
-    auto at_cfa = [](std::int32_t off) { return RegRule{Kind::AtCfa, 0, off, RegRule::Source::Fre}; };
+    auto at_cfa = [](std::int32_t off) {
+        return RegRule{Kind::AtCfa, 0, off, RegRule::Source::Fre};
+    };
     auto fre = [](std::uint32_t start, CfaRule cfa, RegRule ra, RegRule fp) {
         FreSpec f;
         f.start = start;
@@ -354,13 +381,17 @@ TEST_CASE("write_debug_frame: rules the fixtures lack") {
         drap.start = 0x401000;
         drap.size = 0x40;
         drap.fde_type = sframe::FdeType::Flex;
-        drap.fres.push_back(fre(0, CfaRule{7, 8, false}, at_cfa(-8), RegRule::same_value(RegRule::Source::Fre)));
-        drap.fres.push_back(fre(4, CfaRule{10, 0, false}, at_cfa(-8), RegRule::same_value(RegRule::Source::Fre)));
+        drap.fres.push_back(
+            fre(0, CfaRule{7, 8, false}, at_cfa(-8), RegRule::same_value(RegRule::Source::Fre)));
+        drap.fres.push_back(
+            fre(4, CfaRule{10, 0, false}, at_cfa(-8), RegRule::same_value(RegRule::Source::Fre)));
         drap.fres.push_back(fre(9, CfaRule{6, -8, true}, at_cfa(-8), at_cfa(-16)));
         drap.fres.push_back(fre(20, CfaRule{6, 12, false}, at_cfa(-8), at_cfa(-20)));
-        drap.fres.push_back(fre(30, CfaRule{7, 8, false}, RegRule{Kind::AtReg, 6, 8, RegRule::Source::Fre},
-                             RegRule{Kind::ValReg, 3, 0, RegRule::Source::Fre}));
-        drap.fres.push_back(fre(34, CfaRule{7, 16, false}, at_cfa(-8), RegRule{Kind::ValReg, 12, 24, RegRule::Source::Fre}));
+        drap.fres.push_back(fre(30, CfaRule{7, 8, false},
+                                RegRule{Kind::AtReg, 6, 8, RegRule::Source::Fre},
+                                RegRule{Kind::ValReg, 3, 0, RegRule::Source::Fre}));
+        drap.fres.push_back(fre(34, CfaRule{7, 16, false}, at_cfa(-8),
+                                RegRule{Kind::ValReg, 12, 24, RegRule::Source::Fre}));
         w.add(drap);
         FdeSpec sig;
         sig.start = 0x401040;
@@ -379,7 +410,8 @@ TEST_CASE("write_debug_frame: rules the fixtures lack") {
         FdeSpec outermost;
         outermost.start = 0x4010a0;
         outermost.size = 0x10;
-        outermost.fres.push_back(fre(0, CfaRule{7, 8, false}, RegRule::undefined(), RegRule::same_value()));
+        outermost.fres.push_back(
+            fre(0, CfaRule{7, 8, false}, RegRule::undefined(), RegRule::same_value()));
         w.add(outermost);
         auto bytes = w.write();
         if (!bytes) FAIL(bytes.error().message());
@@ -399,14 +431,17 @@ TEST_CASE("write_debug_frame: rules the fixtures lack") {
         f.start = 0x400100;
         f.size = 0x30;
         f.pauth_key = sframe::PauthKey::B;
-        f.fres.push_back(fre(0, CfaRule{31, 0, false}, RegRule::same_value(RegRule::Source::Fre), RegRule::same_value()));
-        FreSpec signed_fre = fre(4, CfaRule{31, 0, false}, RegRule::same_value(RegRule::Source::Fre), RegRule::same_value());
+        f.fres.push_back(fre(0, CfaRule{31, 0, false}, RegRule::same_value(RegRule::Source::Fre),
+                             RegRule::same_value()));
+        FreSpec signed_fre = fre(4, CfaRule{31, 0, false},
+                                 RegRule::same_value(RegRule::Source::Fre), RegRule::same_value());
         signed_fre.mangled_ra = true;
         f.fres.push_back(signed_fre);
         FreSpec saved = fre(8, CfaRule{31, 32, false}, at_cfa(-24), at_cfa(-32));
         saved.mangled_ra = true;
         f.fres.push_back(saved);
-        f.fres.push_back(fre(40, CfaRule{31, 0, false}, RegRule::same_value(RegRule::Source::Fre), RegRule::same_value()));
+        f.fres.push_back(fre(40, CfaRule{31, 0, false}, RegRule::same_value(RegRule::Source::Fre),
+                             RegRule::same_value()));
         w.add(f);
         auto bytes = w.write();
         if (!bytes) FAIL(bytes.error().message());
@@ -427,10 +462,12 @@ TEST_CASE("write_debug_frame: rules the fixtures lack") {
         f.start = 0x1000400;
         f.size = 0x40;
         f.fde_type = sframe::FdeType::Flex;
-        f.fres.push_back(fre(0, CfaRule{15, 160, false}, RegRule{Kind::ValReg, 14, 0, RegRule::Source::Fre},
-                          RegRule::same_value(RegRule::Source::Fre)));
-        f.fres.push_back(fre(6, CfaRule{15, 160, false}, RegRule{Kind::ValReg, 0, 0, RegRule::Source::Fre},
-                          RegRule{Kind::ValReg, 1, 0, RegRule::Source::Fre}));
+        f.fres.push_back(fre(0, CfaRule{15, 160, false},
+                             RegRule{Kind::ValReg, 14, 0, RegRule::Source::Fre},
+                             RegRule::same_value(RegRule::Source::Fre)));
+        f.fres.push_back(fre(6, CfaRule{15, 160, false},
+                             RegRule{Kind::ValReg, 0, 0, RegRule::Source::Fre},
+                             RegRule{Kind::ValReg, 1, 0, RegRule::Source::Fre}));
         f.fres.push_back(fre(12, CfaRule{15, 320, false}, at_cfa(-48), at_cfa(-72)));
         w.add(f);
         auto bytes = w.write();

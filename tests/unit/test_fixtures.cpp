@@ -4,11 +4,10 @@
 // objdump of its version printed it when the fixture was made (host objdump
 // 2.40 for v1, the sid chroot's 2.47 for v2 and v3).
 #include "catch.hpp"
-#include "support.hpp"
-
 #include "sfunwind/elf/elf_file.hpp"
 #include "sfunwind/sframe/dump.hpp"
 #include "sfunwind/sframe/validate.hpp"
+#include "support.hpp"
 
 #include <algorithm>
 #include <map>
@@ -32,7 +31,8 @@ std::vector<Fixture> fixtures() {
         if (line.empty() || line[0] == '#') continue;
         std::vector<std::string> f;
         std::istringstream cols(line);
-        for (std::string c; std::getline(cols, c, '\t');) f.push_back(c);
+        for (std::string c; std::getline(cols, c, '\t');)
+            f.push_back(c);
         if (f.size() < 4) continue;
         out.push_back({f[0], f[1], static_cast<unsigned>(std::stoul(f[2])), f[3]});
     }
@@ -55,10 +55,13 @@ TEST_CASE("every fixture decodes, validates and dumps like its writer's objdump"
         if (!section) continue;
         CHECK(static_cast<unsigned>(section->version()) == fx.version);
         const auto problems = sframe::validate(*section);
-        for (const auto& p : problems) INFO("problem: " << p.message << " at " << p.offset);
-        CHECK(std::none_of(problems.begin(), problems.end(),
-                           [](const auto& p) { return p.severity == sframe::Problem::Severity::Error; }));
-        const fs::path expected = test::source_dir() / "tests/fixtures/expected" / (fx.path.substr(fx.path.find('/') + 1) + ".sframe.txt");
+        for (const auto& p : problems)
+            INFO("problem: " << p.message << " at " << p.offset);
+        CHECK(std::none_of(problems.begin(), problems.end(), [](const auto& p) {
+            return p.severity == sframe::Problem::Severity::Error;
+        }));
+        const fs::path expected = test::source_dir() / "tests/fixtures/expected" /
+                                  (fx.path.substr(fx.path.find('/') + 1) + ".sframe.txt");
         REQUIRE(fs::exists(expected));
         CHECK(test::normalise(sframe::dump(*section)) ==
               test::normalise(test::section_part(test::read_text(expected))));

@@ -30,16 +30,21 @@ namespace {
 // erratum 1: relative to the field itself when the section says so), sorted
 // by start and then by index.
 std::vector<std::pair<std::uint64_t, std::uint32_t>> fde_starts(const Section& s) {
-    const unsigned stride = s.version() == Version::V3 ? 16U : s.version() == Version::V2 ? 20U : 17U;
+    const unsigned stride = s.version() == Version::V3   ? 16U
+                            : s.version() == Version::V2 ? 20U
+                                                         : 17U;
     std::vector<std::pair<std::uint64_t, std::uint32_t>> out;
     for (std::uint32_t i = 0; i < s.fde_count(); ++i) {
         const auto at = s.fde_subsection() + std::uint64_t{i} * stride;
         std::int64_t field = 0;
         std::int32_t narrow = 0;
-        const bool read = s.version() == Version::V3 ? s.view().load(at, field) : s.view().load(at, narrow);
+        const bool read =
+            s.version() == Version::V3 ? s.view().load(at, field) : s.view().load(at, narrow);
         if (!read) return {}; // parse() checked that every record fits
         if (s.version() != Version::V3) field = narrow;
-        out.emplace_back((s.header().pcrel() ? s.vaddr() + at : s.vaddr()) + static_cast<std::uint64_t>(field), i);
+        out.emplace_back((s.header().pcrel() ? s.vaddr() + at : s.vaddr()) +
+                             static_cast<std::uint64_t>(field),
+                         i);
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -49,11 +54,14 @@ std::vector<std::pair<std::uint64_t, std::uint32_t>> fde_starts(const Section& s
 // breaking ties) whose start is <= pc, read whole; its FREs read one by one
 // up to the first whose start is past the PC's offset (that one is read as
 // far as its start and info byte: its data words do not matter).
-Expected<Row> reference(const Section& s, const std::vector<std::pair<std::uint64_t, std::uint32_t>>& starts,
+Expected<Row> reference(const Section& s,
+                        const std::vector<std::pair<std::uint64_t, std::uint32_t>>& starts,
                         std::uint64_t pc) {
-    const auto after = std::upper_bound(starts.begin(), starts.end(), std::pair{pc, ~std::uint32_t{0}});
+    const auto after =
+        std::upper_bound(starts.begin(), starts.end(), std::pair{pc, ~std::uint32_t{0}});
     const std::optional<std::uint32_t> best =
-        after == starts.begin() ? std::nullopt : std::optional<std::uint32_t>(std::prev(after)->second);
+        after == starts.begin() ? std::nullopt
+                                : std::optional<std::uint32_t>(std::prev(after)->second);
     if (!best) return Error(Errc::NotFound, "no FDE");
     auto fde = s.fde(*best);
     if (!fde) return std::move(fde).error();
@@ -91,8 +99,8 @@ Expected<Row> reference(const Section& s, const std::vector<std::pair<std::uint6
         std::uint32_t start = 0;
         std::uint8_t info = 0;
         const bool head = at + width + 1 <= s.fre_subsection() + s.header().fre_len &&
-                          s.view().load_sized(at, width, start) && s.view().load(at + width, info) &&
-                          ((info >> 5U) & 3U) != 3U;
+                          s.view().load_sized(at, width, start) &&
+                          s.view().load(at + width, info) && ((info >> 5U) & 3U) != 3U;
         if (head && start > offset) {
             next = std::min<std::uint64_t>(start, limit);
             break;
@@ -118,7 +126,8 @@ Expected<Row> reference(const Section& s, const std::vector<std::pair<std::uint6
 // PCs worth trying: around every FDE and FRE boundary (at each boundary
 // only, when not `dense`), and random ones across the covered range and a
 // little beyond.
-std::vector<std::uint64_t> probe_pcs(const Section& s, std::size_t random_count, bool dense = true) {
+std::vector<std::uint64_t> probe_pcs(const Section& s, std::size_t random_count,
+                                     bool dense = true) {
     std::vector<std::uint64_t> pcs{0, s.vaddr(), ~std::uint64_t{0}};
     std::uint64_t lo = ~std::uint64_t{0};
     std::uint64_t hi = 0;
@@ -138,14 +147,17 @@ std::vector<std::uint64_t> probe_pcs(const Section& s, std::size_t random_count,
     }
     if (lo < hi) {
         std::mt19937_64 rng(7);
-        std::uniform_int_distribution<std::uint64_t> any(lo - std::min<std::uint64_t>(lo, 64), hi + 64);
-        for (std::size_t n = 0; n < random_count; ++n) pcs.push_back(any(rng));
+        std::uniform_int_distribution<std::uint64_t> any(lo - std::min<std::uint64_t>(lo, 64),
+                                                         hi + 64);
+        for (std::size_t n = 0; n < random_count; ++n)
+            pcs.push_back(any(rng));
     }
     return pcs;
 }
 
 // Returns how many PCs disagreed; the first few are reported.
-std::size_t disagreements(const Section& s, const std::vector<std::uint64_t>& pcs, const std::string& label) {
+std::size_t disagreements(const Section& s, const std::vector<std::uint64_t>& pcs,
+                          const std::string& label) {
     const auto starts = fde_starts(s);
     REQUIRE(starts.size() == s.fde_count());
     std::size_t bad = 0;
@@ -168,7 +180,8 @@ std::size_t disagreements(const Section& s, const std::vector<std::uint64_t>& pc
 
 } // namespace
 
-TEST_CASE("lookup agrees with the one-at-a-time reference on every test vector", "[lookup][vectors]") {
+TEST_CASE("lookup agrees with the one-at-a-time reference on every test vector",
+          "[lookup][vectors]") {
     const auto vectors = test::load_vectors();
     REQUIRE(vectors.size() > 10);
     std::size_t pcs_tried = 0;
@@ -182,12 +195,15 @@ TEST_CASE("lookup agrees with the one-at-a-time reference on every test vector",
     CHECK(pcs_tried > 1000);
 }
 
-TEST_CASE("lookup agrees with the reference on every fixture and the large sections", "[lookup][fixtures]") {
+TEST_CASE("lookup agrees with the reference on every fixture and the large sections",
+          "[lookup][fixtures]") {
     std::vector<fs::path> files;
-    std::istringstream manifest(test::read_text(test::source_dir() / "tests/fixtures/manifest.tsv"));
+    std::istringstream manifest(
+        test::read_text(test::source_dir() / "tests/fixtures/manifest.tsv"));
     for (std::string line; std::getline(manifest, line);)
         if (!line.empty() && line[0] != '#')
-            files.push_back(test::source_dir() / "tests/fixtures" / line.substr(0, line.find('\t')));
+            files.push_back(test::source_dir() / "tests/fixtures" /
+                            line.substr(0, line.find('\t')));
     for (const char* large : {"sqlite3-gas-2.47", "sqlite3-clang-23"})
         files.push_back(test::source_dir() / "tests/fixtures/large" / large);
     REQUIRE(files.size() > 50);
@@ -211,7 +227,8 @@ TEST_CASE("lookup agrees with the reference on every fixture and the large secti
     CHECK(paged >= 2);
 }
 
-TEST_CASE("lookup agrees with the reference when any FDE or FRE bit is flipped", "[lookup][malformed]") {
+TEST_CASE("lookup agrees with the reference when any FDE or FRE bit is flipped",
+          "[lookup][malformed]") {
     std::size_t mutants = 0;
     for (const auto& v : test::load_vectors()) {
         auto clean = Section::parse(v.bytes, v.base);
@@ -226,9 +243,9 @@ TEST_CASE("lookup agrees with the reference when any FDE or FRE bit is flipped",
                 auto s = Section::parse(bytes, v.base);
                 if (!s) continue;
                 ++mutants;
-                const std::string label = v.name + " byte " + std::to_string(byte) + " bit " + std::to_string(bit);
-                if (disagreements(*s, pcs, label) != 0)
-                    return; // one report per run is enough
+                const std::string label =
+                    v.name + " byte " + std::to_string(byte) + " bit " + std::to_string(bit);
+                if (disagreements(*s, pcs, label) != 0) return; // one report per run is enough
             }
         }
     }

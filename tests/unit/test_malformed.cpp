@@ -581,7 +581,8 @@ TEST_CASE("crafted FDEs and FREs: reserved encodings and offsets past the end", 
         o.version = Version::V1;
         o.abi = AbiArch::AArch64Little;
         o.section_vaddr = 0x402000;
-        Crafted a = craft(o, {function(0x401000, 0x20, {fre(0, {31, 16}), fre(4, {29, 16}, RegRule::at_cfa(-16))}),
+        Crafted a = craft(o, {function(0x401000, 0x20,
+                                       {fre(0, {31, 16}), fre(4, {29, 16}, RegRule::at_cfa(-16))}),
                               function(0x401020, 0x20, {fre(0, {31, 0})})});
         const std::uint64_t arm_entry = a.map.fdes[0].entry_offset;
         a.bytes[arm_entry + 16] |= 0x10;
@@ -619,7 +620,8 @@ TEST_CASE("crafted FDEs and FREs: reserved encodings and offsets past the end", 
             auto row = s.lookup(0x401100 + 0x2f);
             REQUIRE_FALSE(row.has_value());
             CHECK(row.error().code() == Errc::Truncated);
-            CHECK(row.error().where() == (v == Version::V3 ? last.attr_offset : last.entry_offset + 12));
+            CHECK(row.error().where() ==
+                  (v == Version::V3 ? last.attr_offset : last.entry_offset + 12));
             const auto ps = validate(s);
             INFO(listing(ps));
             CHECK(problems_at(ps, 12, "header says 6 FREs") == 1);

@@ -57,16 +57,16 @@ TableBytes full_table(ByteOrder order, std::uint32_t code) {
     // int_handl|name_present|uses_alloca|saves_cr|saves_lr = 0x80|0x40|0x20|0x02|0x01;
     // stores_bc + fp_saved 3; gpr_saved 5; fixedparms 2; floatparms 1, parmsonstk.
     t.raw({0, 9, 0x2a, 0xe3, 0x83, 0x05, 2, 0x03});
-    t.put(0x60000000, 4);   // parminfo: i, d, i (0 11 0 ...)
-    t.put(code, 4);         // tb_offset
-    t.put(0xfffffffe, 4);   // hand_mask -2
-    t.put(2, 4);            // ctl_info
-    t.put(0x10, 4);         // ctl_info_disp
+    t.put(0x60000000, 4); // parminfo: i, d, i (0 11 0 ...)
+    t.put(code, 4);       // tb_offset
+    t.put(0xfffffffe, 4); // hand_mask -2
+    t.put(2, 4);          // ctl_info
+    t.put(0x10, 4);       // ctl_info_disp
     t.put(0xfffffff0, 4);
-    t.put(7, 2);            // name_len
+    t.put(7, 2); // name_len
     for (char c : std::string("fn::foo"))
         t.bytes.push_back(static_cast<std::uint8_t>(c));
-    t.raw({30});            // alloca_reg
+    t.raw({30}); // alloca_reg
     return t;
 }
 
@@ -81,11 +81,12 @@ TEST_CASE("ppc64: a table with every optional field decodes in both byte orders"
         CHECK(d->version == 0);
         CHECK(d->lang == 9);
         CHECK(language_name(d->lang) == "C++");
-        CHECK((!d->globalink && !d->is_eprol && d->has_tboff && !d->int_proc && d->has_ctl && !d->tocless &&
-               d->fp_present && !d->log_abort));
-        CHECK((d->int_handl && d->name_present && d->uses_alloca && d->cl_dis_inv == 0 && d->saves_cr &&
-               d->saves_lr));
-        CHECK((d->stores_bc && !d->fixup && d->fp_saved == 3 && d->spare3 == 0 && d->gpr_saved == 5));
+        CHECK((!d->globalink && !d->is_eprol && d->has_tboff && !d->int_proc && d->has_ctl &&
+               !d->tocless && d->fp_present && !d->log_abort));
+        CHECK((d->int_handl && d->name_present && d->uses_alloca && d->cl_dis_inv == 0 &&
+               d->saves_cr && d->saves_lr));
+        CHECK(
+            (d->stores_bc && !d->fixup && d->fp_saved == 3 && d->spare3 == 0 && d->gpr_saved == 5));
         CHECK((d->fixedparms == 2 && d->floatparms == 1 && d->parmsonstk));
         CHECK(d->parminfo == 0x60000000U);
         CHECK(d->tb_offset == 0x40U);
@@ -116,16 +117,22 @@ TEST_CASE("ppc64: every truncation of a table is an error with its address", "[p
 
 TEST_CASE("ppc64: inconsistent tables are rejected and say why", "[ppc64]") {
     struct Case {
-        std::size_t at;      // offset from the zero word
+        std::size_t at; // offset from the zero word
         std::uint8_t value;
         const char* says;
     };
     const std::vector<Case> cases = {
-        {0, 1, "zero word"},         {4, 1, "version"},     {5, 0x20, "lang"},
-        {6, 0x2b, "log_abort"},      {7, 0xe7, "cl_dis_inv"}, {9, 0x45, "spare3"},
-        {8, 0x93, "fp_saved"},       {9, 0x13, "gpr_saved"},
-        {19, 0x41, "tb_offset"},     // 0x40 -> 0x41, not a multiple of 4 (big-endian low byte)
-        {41, 'f' | 0x80, "name byte"}, {45, 32, "alloca_reg"},
+        {0, 1, "zero word"},
+        {4, 1, "version"},
+        {5, 0x20, "lang"},
+        {6, 0x2b, "log_abort"},
+        {7, 0xe7, "cl_dis_inv"},
+        {9, 0x45, "spare3"},
+        {8, 0x93, "fp_saved"},
+        {9, 0x13, "gpr_saved"},
+        {19, 0x41, "tb_offset"}, // 0x40 -> 0x41, not a multiple of 4 (big-endian low byte)
+        {41, 'f' | 0x80, "name byte"},
+        {45, 32, "alloca_reg"},
     };
     for (const auto& c : cases) {
         TableBytes t = full_table(ByteOrder::Big, 0x40);
@@ -220,18 +227,36 @@ constexpr std::uint32_t d_form(unsigned op, unsigned rt, unsigned ra, std::int32
 constexpr std::uint32_t x_form(unsigned rs, unsigned ra, unsigned rb, unsigned xo) {
     return (31U << 26) | (rs << 21) | (ra << 16) | (rb << 11) | (xo << 1);
 }
-constexpr std::uint32_t mflr(unsigned r) { return 0x7c0802a6U | (r << 21); }
-constexpr std::uint32_t mtlr(unsigned r) { return 0x7c0803a6U | (r << 21); }
-constexpr std::uint32_t std_(unsigned rs, std::int32_t d, unsigned ra = 1) { return d_form(62, rs, ra, d) & ~3U; }
-constexpr std::uint32_t stdu(std::int32_t d) { return (d_form(62, 1, 1, d) & ~3U) | 1U; }
-constexpr std::uint32_t ld(unsigned rt, std::int32_t d, unsigned ra = 1) { return d_form(58, rt, ra, d) & ~3U; }
-constexpr std::uint32_t addi(unsigned rt, unsigned ra, std::int32_t d) { return d_form(14, rt, ra, d); }
-constexpr std::uint32_t mr(unsigned ra, unsigned rs) { return x_form(rs, ra, rs, 444); }
-constexpr std::uint32_t stdux(unsigned rs, unsigned ra, unsigned rb) { return x_form(rs, ra, rb, 181); }
+constexpr std::uint32_t mflr(unsigned r) {
+    return 0x7c0802a6U | (r << 21);
+}
+constexpr std::uint32_t mtlr(unsigned r) {
+    return 0x7c0803a6U | (r << 21);
+}
+constexpr std::uint32_t std_(unsigned rs, std::int32_t d, unsigned ra = 1) {
+    return d_form(62, rs, ra, d) & ~3U;
+}
+constexpr std::uint32_t stdu(std::int32_t d) {
+    return (d_form(62, 1, 1, d) & ~3U) | 1U;
+}
+constexpr std::uint32_t ld(unsigned rt, std::int32_t d, unsigned ra = 1) {
+    return d_form(58, rt, ra, d) & ~3U;
+}
+constexpr std::uint32_t addi(unsigned rt, unsigned ra, std::int32_t d) {
+    return d_form(14, rt, ra, d);
+}
+constexpr std::uint32_t mr(unsigned ra, unsigned rs) {
+    return x_form(rs, ra, rs, 444);
+}
+constexpr std::uint32_t stdux(unsigned rs, unsigned ra, unsigned rb) {
+    return x_form(rs, ra, rb, 181);
+}
 constexpr std::uint32_t b(std::int32_t disp, bool link = false) {
     return (18U << 26) | (static_cast<std::uint32_t>(disp) & 0x03fffffcU) | (link ? 1U : 0U);
 }
-constexpr std::uint32_t beq(std::int32_t disp) { return 0x41820000U | (static_cast<std::uint32_t>(disp) & 0xfffcU); }
+constexpr std::uint32_t beq(std::int32_t disp) {
+    return 0x41820000U | (static_cast<std::uint32_t>(disp) & 0xfffcU);
+}
 constexpr std::uint32_t blr = 0x4e800020U, bctr = 0x4e800420U, nop = 0x60000000U;
 
 struct Synthetic {
@@ -240,7 +265,8 @@ struct Synthetic {
 };
 
 // Instructions at 0x1000, then a GCC-style table with the given mandatory bytes.
-Synthetic synthetic(ByteOrder order, const std::vector<std::uint32_t>& code, std::array<std::uint8_t, 8> mandatory,
+Synthetic synthetic(ByteOrder order, const std::vector<std::uint32_t>& code,
+                    std::array<std::uint8_t, 8> mandatory,
                     std::optional<std::uint8_t> alloca_reg = std::nullopt) {
     Synthetic s{{order, {}}, {}};
     for (auto w : code)
@@ -265,19 +291,19 @@ Row rules_at(const FrameAnalysis& a, const TracebackTable& t, std::uint64_t pc) 
 
 TEST_CASE("ppc64: frame analysis through prologue, alloca and epilogue", "[ppc64][analysis]") {
     const std::vector<std::uint32_t> code = {
-        mflr(0),          // 0x1000
-        std_(31, -8),     // 0x1004
-        std_(0, 16),      // 0x1008
-        stdu(-64),        // 0x100c
-        mr(31, 1),        // 0x1010  frame pointer
-        ld(10, 0),        // 0x1014
-        stdux(10, 1, 9),  // 0x1018  alloca
-        b(0x100, true),   // 0x101c  bl (outside)
-        addi(1, 31, 64),  // 0x1020  pop through the frame pointer
-        ld(0, 16),        // 0x1024
-        mtlr(0),          // 0x1028
-        ld(31, -8),       // 0x102c
-        blr,              // 0x1030
+        mflr(0),         // 0x1000
+        std_(31, -8),    // 0x1004
+        std_(0, 16),     // 0x1008
+        stdu(-64),       // 0x100c
+        mr(31, 1),       // 0x1010  frame pointer
+        ld(10, 0),       // 0x1014
+        stdux(10, 1, 9), // 0x1018  alloca
+        b(0x100, true),  // 0x101c  bl (outside)
+        addi(1, 31, 64), // 0x1020  pop through the frame pointer
+        ld(0, 16),       // 0x1024
+        mtlr(0),         // 0x1028
+        ld(31, -8),      // 0x102c
+        blr,             // 0x1030
     };
     // stores_bc, saves_lr, uses_alloca + name_present off; gpr_saved 1; alloca_reg 31.
     for (ByteOrder order : {ByteOrder::Big, ByteOrder::Little}) {
@@ -286,7 +312,7 @@ TEST_CASE("ppc64: frame analysis through prologue, alloca and epilogue", "[ppc64
         REQUIRE(a);
         REQUIRE(a->instructions() == code.size());
         const RegRule lr_slot = RegRule::at_cfa(16), r31_slot = RegRule::at_cfa(-8),
-                       same = RegRule::same_value(RegRule::Source::Fre);
+                      same = RegRule::same_value(RegRule::Source::Fre);
         struct Expect {
             std::uint64_t pc;
             bool deref;
@@ -310,26 +336,36 @@ TEST_CASE("ppc64: frame analysis through prologue, alloca and epilogue", "[ppc64
             CHECK(r.topmost_only == (e.ra.kind == RegRule::Kind::SameValue));
             CHECK(a->origin_at(e.pc) == FrameAnalysis::Origin::Code);
         }
-        CHECK(a->state_at(0x1004).ra_gprs == 1U);         // mflr r0
+        CHECK(a->state_at(0x1004).ra_gprs == 1U); // mflr r0
         CHECK(a->state_at(0x1014).frame_size == 64U);
         CHECK(a->state_at(0x1014).frame_copies == 1U << 31); // mr r31,r1
-        CHECK_FALSE(a->state_at(0x101c).frame_size);       // after alloca
+        CHECK_FALSE(a->state_at(0x101c).frame_size);         // after alloca
         CHECK(a->state_at(0x101c).fixed_size == 64U);
         // A return address in the bl: LR no longer holds this frame's RA.
         CHECK(a->is_call_at(0x101c));
         CHECK_FALSE(a->state_after(0x101c).ra_in_lr);
-        CHECK(a->state_at(0x1030).ra_in_lr);               // mtlr r0 from the slot
+        CHECK(a->state_at(0x1030).ra_in_lr); // mtlr r0 from the slot
     }
 }
 
-TEST_CASE("ppc64: frame analysis follows inline jump tables and skips noreturn calls", "[ppc64][analysis]") {
-    const std::array<std::uint8_t, 8> framed = {0, 0, 0, 0x01, 0x80, 0, 0, 0}; // saves_lr, stores_bc
+TEST_CASE("ppc64: frame analysis follows inline jump tables and skips noreturn calls",
+          "[ppc64][analysis]") {
+    const std::array<std::uint8_t, 8> framed = {0,    0, 0, 0x01,
+                                                0x80, 0, 0, 0}; // saves_lr, stores_bc
     {
         const std::vector<std::uint32_t> code = {
-            mflr(0), std_(0, 16), stdu(-32), bctr,
-            8, 12,                    // 0x1010: table of offsets from 0x1010: 0x1018, 0x101c
-            b(8), b(4),               // 0x1018, 0x101c -> 0x1020
-            addi(1, 1, 32), ld(0, 16), mtlr(0), blr,
+            mflr(0),
+            std_(0, 16),
+            stdu(-32),
+            bctr,
+            8,
+            12, // 0x1010: table of offsets from 0x1010: 0x1018, 0x101c
+            b(8),
+            b(4), // 0x1018, 0x101c -> 0x1020
+            addi(1, 1, 32),
+            ld(0, 16),
+            mtlr(0),
+            blr,
         };
         const Synthetic s = synthetic(ByteOrder::Big, code, framed);
         auto a = FrameAnalysis::run(s.bytes.view(), 0x1000, 0x1000, s.table);
@@ -345,10 +381,16 @@ TEST_CASE("ppc64: frame analysis follows inline jump tables and skips noreturn c
     }
     {
         const std::vector<std::uint32_t> code = {
-            mflr(0), std_(0, 16), stdu(-32), beq(12),
-            b(0x1000, true),          // 0x1010: bl to a function that never returns
-            nop,                      // 0x1014
-            addi(1, 1, 32), ld(0, 16), mtlr(0), blr,
+            mflr(0),
+            std_(0, 16),
+            stdu(-32),
+            beq(12),
+            b(0x1000, true), // 0x1010: bl to a function that never returns
+            nop,             // 0x1014
+            addi(1, 1, 32),
+            ld(0, 16),
+            mtlr(0),
+            blr,
         };
         const Synthetic s = synthetic(ByteOrder::Little, code, framed);
         struct NoReturn final : CallTargets {
@@ -359,10 +401,10 @@ TEST_CASE("ppc64: frame analysis follows inline jump tables and skips noreturn c
         REQUIRE(with);
         REQUIRE(without);
         CHECK(with->origin_at(0x1014) == FrameAnalysis::Origin::Padding);
-        CHECK(with->state_at(0x1018).ra_in_lr);     // only the beq path reaches it
+        CHECK(with->state_at(0x1018).ra_in_lr); // only the beq path reaches it
         CHECK(without->origin_at(0x1014) == FrameAnalysis::Origin::Code);
         CHECK_FALSE(without->state_at(0x1018).ra_in_lr);
-        CHECK(without->state_at(0x1018).ra_saved);  // still found in the slot
+        CHECK(without->state_at(0x1018).ra_saved); // still found in the slot
     }
     {
         // Different stack heights meet: a conflict, and the table's body state.
@@ -396,10 +438,12 @@ const std::vector<std::string>& fixture_names() {
 // Functions that have no table: the C runtime's _init/_fini (assembly
 // fragments) and crtstuff.c, which GCC builds with -finhibit-size-directive
 // (that option also turns traceback tables off).
-const std::set<std::string> tableless = {"_init", "_fini", "deregister_tm_clones", "register_tm_clones",
-                                         "__do_global_dtors_aux", "frame_dummy"};
+const std::set<std::string> tableless = {
+    "_init",      "_fini", "deregister_tm_clones", "register_tm_clones", "__do_global_dtors_aux",
+    "frame_dummy"};
 
-const std::vector<std::string> fixture_functions = {"main", "level_1", "with_alloca", "with_fprs", "recurse", "leaf"};
+const std::vector<std::string> fixture_functions = {"main",      "level_1", "with_alloca",
+                                                    "with_fprs", "recurse", "leaf"};
 
 struct Loaded {
     elf::ElfFile file;
@@ -432,12 +476,17 @@ std::uint32_t word_at(const TracebackIndex& index, std::uint64_t pc) {
     return 0;
 }
 
-bool full(const std::string& rel) { return rel.find("-full-") != std::string::npos; }
-bool little(const std::string& rel) { return rel.find("ppc64le") != std::string::npos; }
+bool full(const std::string& rel) {
+    return rel.find("-full-") != std::string::npos;
+}
+bool little(const std::string& rel) {
+    return rel.find("ppc64le") != std::string::npos;
+}
 
 } // namespace
 
-TEST_CASE("ppc64 fixtures: every function's table is found and agrees with the symbol table", "[ppc64][fixtures]") {
+TEST_CASE("ppc64 fixtures: every function's table is found and agrees with the symbol table",
+          "[ppc64][fixtures]") {
     for (const auto& rel : fixture_names()) {
         INFO(rel);
         const Loaded l = load(rel);
@@ -465,8 +514,8 @@ TEST_CASE("ppc64 fixtures: every function's table is found and agrees with the s
             if (t.table.name) {
                 ++named;
                 INFO(*t.table.name);
-                CHECK(std::find(t.function->names.begin(), t.function->names.end(), *t.table.name) !=
-                      t.function->names.end());
+                CHECK(std::find(t.function->names.begin(), t.function->names.end(),
+                                *t.table.name) != t.function->names.end());
             }
             if (t.table.tb_offset) {
                 ++with_offset;
@@ -492,7 +541,8 @@ TEST_CASE("ppc64 fixtures: every function's table is found and agrees with the s
     }
 }
 
-TEST_CASE("ppc64 fixtures: the program's tables have the fields its frames need", "[ppc64][fixtures]") {
+TEST_CASE("ppc64 fixtures: the program's tables have the fields its frames need",
+          "[ppc64][fixtures]") {
     std::map<std::string, std::map<std::string, TracebackTable>> tables; // rel -> function -> table
     for (const auto& rel : fixture_names()) {
         const Loaded l = load(rel);
@@ -515,9 +565,11 @@ TEST_CASE("ppc64 fixtures: the program's tables have the fields its frames need"
             const std::string part = rel.substr(0, rel.find("tbtab-")) + "tbtab-O2-part-static";
             if (rel.find("O2-full") != std::string::npos) {
                 const TracebackTable& p = tables[part][name];
-                CHECK((p.stores_bc == t.stores_bc && p.saves_lr == t.saves_lr && p.fp_saved == t.fp_saved &&
-                       p.gpr_saved == t.gpr_saved && p.saves_cr == t.saves_cr));
-                CHECK((p.fixedparms == 0 && p.floatparms == 0 && !p.parminfo)); // part: no parameter info
+                CHECK((p.stores_bc == t.stores_bc && p.saves_lr == t.saves_lr &&
+                       p.fp_saved == t.fp_saved && p.gpr_saved == t.gpr_saved &&
+                       p.saves_cr == t.saves_cr));
+                CHECK((p.fixedparms == 0 && p.floatparms == 0 &&
+                       !p.parminfo)); // part: no parameter info
             }
         }
         const auto& t = tables[rel];
@@ -546,7 +598,8 @@ TEST_CASE("ppc64 fixtures: the program's tables have the fields its frames need"
 }
 
 TEST_CASE("ppc64 fixtures: glibc's assembly tables", "[ppc64][fixtures]") {
-    for (const std::string rel : {"bin/ppc64/tbtab-O2-part-static", "bin/ppc64le/tbtab-O2-part-static"}) {
+    for (const std::string rel :
+         {"bin/ppc64/tbtab-O2-part-static", "bin/ppc64le/tbtab-O2-part-static"}) {
         INFO(rel);
         const Loaded l = load(rel);
         auto found = l.index.find(by_name(l.index, "memcpy").start);
@@ -580,15 +633,16 @@ TEST_CASE("ppc64 fixtures: rows at the prologue, the body and the epilogue", "[p
             std::optional<std::uint64_t> stdu, lr_store;
             for (std::uint64_t pc = f.start; pc < found->table.address; pc += 4) {
                 const std::uint32_t w = word_at(l.index, pc);
-                if (!stdu && (w & 0xffff0003U) == 0xf8210001U) stdu = pc;              // stdu r1,d(r1)
-                if (!lr_store && (w & 0xffff0003U) == 0xf8010000U) lr_store = pc;      // std r0,d(r1)
+                if (!stdu && (w & 0xffff0003U) == 0xf8210001U) stdu = pc;         // stdu r1,d(r1)
+                if (!lr_store && (w & 0xffff0003U) == 0xf8010000U) lr_store = pc; // std r0,d(r1)
             }
             if (found->table.frameless()) {
                 CHECK_FALSE(stdu);
                 for (std::uint64_t pc = f.start; pc < found->table.address; pc += 4) {
                     auto r = l.index.lookup(pc);
                     REQUIRE(r);
-                    CHECK((!r->cfa.deref && r->ra.kind == RegRule::Kind::SameValue && r->topmost_only));
+                    CHECK((!r->cfa.deref && r->ra.kind == RegRule::Kind::SameValue &&
+                           r->topmost_only));
                 }
                 continue;
             }
@@ -615,7 +669,8 @@ TEST_CASE("ppc64 fixtures: rows at the prologue, the body and the epilogue", "[p
             // after the stack update (main saves it later, shrink-wrapped).
             std::optional<std::uint64_t> r31_store;
             for (std::uint64_t pc = f.start; pc < found->table.address && !r31_store; pc += 4)
-                if ((word_at(l.index, pc) & 0xffff0003U) == 0xfbe10000U) r31_store = pc; // std r31,d(r1)
+                if ((word_at(l.index, pc) & 0xffff0003U) == 0xfbe10000U)
+                    r31_store = pc; // std r31,d(r1)
             CHECK(r31_store.has_value() == (found->table.gpr_saved > 0));
             if (r31_store) {
                 const RegRule slot = RegRule::at_cfa(gpr_save_offset(found->table.fp_saved, 31));
@@ -644,7 +699,8 @@ TEST_CASE("ppc64 fixtures: rows agree with the DWARF CFI", "[ppc64][fixtures][cf
         REQUIRE(cfi);
         const Listing listing = l.index.by_symbols();
         const CfiCheckResult all = check_against_cfi(l.index, listing, *cfi);
-        INFO("same " << all.same << " equivalent " << all.equivalent << " different " << all.different);
+        INFO("same " << all.same << " equivalent " << all.equivalent << " different "
+                     << all.different);
         // Every function with CFI is compared (glibc's _start has none).
         std::size_t with_cfi = 0;
         for (const auto& t : listing.tables)
@@ -657,15 +713,16 @@ TEST_CASE("ppc64 fixtures: rows agree with the DWARF CFI", "[ppc64][fixtures][cf
         // glibc's remaining differences are in hand-written assembly and
         // shrink-wrapped paths (see the report); they stay below 1%.
         CHECK(all.different * 100 < all.instructions);
-        CHECK(all.same + all.equivalent + all.different + all.outermost + all.unanalysed_different ==
+        CHECK(all.same + all.equivalent + all.different + all.outermost +
+                  all.unanalysed_different ==
               all.instructions);
 
         // The program's own functions: every instruction agrees.
         Listing mine;
         for (const auto& t : listing.tables)
             if (t.function != nullptr &&
-                std::find(fixture_functions.begin(), fixture_functions.end(), t.function->names.front()) !=
-                    fixture_functions.end())
+                std::find(fixture_functions.begin(), fixture_functions.end(),
+                          t.function->names.front()) != fixture_functions.end())
                 mine.tables.push_back(t);
         REQUIRE(mine.tables.size() == fixture_functions.size());
         const CfiCheckResult own = check_against_cfi(l.index, mine, *cfi);
@@ -678,7 +735,8 @@ TEST_CASE("ppc64 fixtures: rows agree with the DWARF CFI", "[ppc64][fixtures][cf
     }
 }
 
-TEST_CASE("ppc64 fixtures: lookups outside functions and in tables fail cleanly", "[ppc64][fixtures]") {
+TEST_CASE("ppc64 fixtures: lookups outside functions and in tables fail cleanly",
+          "[ppc64][fixtures]") {
     const Loaded l = load("bin/ppc64le/tbtab-O2-full-static");
     // crtstuff.c functions have no table: no rows from the next function's.
     auto r = l.index.lookup(by_name(l.index, "frame_dummy").start);
@@ -704,23 +762,28 @@ TEST_CASE("ppc64 fixtures: lookups outside functions and in tables fail cleanly"
     // Between functions: the alignment padding after leaf's table belongs to
     // no symbol and leads to the next function's table.
     const std::uint64_t after = (t->table.address + t->table.size + 3) & ~std::uint64_t{3};
-    const Function& next = *std::upper_bound(l.index.functions().begin(), l.index.functions().end(), leaf.start,
-                                             [](std::uint64_t v, const Function& f) { return v < f.start; });
+    const Function& next =
+        *std::upper_bound(l.index.functions().begin(), l.index.functions().end(), leaf.start,
+                          [](std::uint64_t v, const Function& f) { return v < f.start; });
     REQUIRE(after < next.start);
     CHECK(l.index.function_at(after) == nullptr);
     r = l.index.lookup(after);
     REQUIRE_FALSE(r);
-    CHECK(r.error().what().find("no traceback table between " + [&] {
-        char b[24];
-        std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(after));
-        return std::string(b);
-    }() + " and the next function, " + next.names.front()) != std::string::npos);
+    CHECK(r.error().what().find(
+              "no traceback table between " +
+              [&] {
+                  char b[24];
+                  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(after));
+                  return std::string(b);
+              }() +
+              " and the next function, " + next.names.front()) != std::string::npos);
 }
 
 TEST_CASE("ppc64: step() walks a stack with traceback-table rows", "[ppc64][fixtures][step]") {
     // A stop in leaf (frameless) called from recurse, called from with_fprs:
     // build the two frames the real prologues make and step with the rows.
-    for (const std::string rel : {"bin/ppc64/tbtab-O2-full-static", "bin/ppc64le/tbtab-O2-full-static"}) {
+    for (const std::string rel :
+         {"bin/ppc64/tbtab-O2-full-static", "bin/ppc64le/tbtab-O2-full-static"}) {
         INFO(rel);
         const Loaded l = load(rel);
         const Abi& abi = l.index.abi();
@@ -768,14 +831,14 @@ TEST_CASE("ppc64: step() walks a stack with traceback-table rows", "[ppc64][fixt
         const std::uint64_t fprs_sp = top - fprs_frame;
         const std::uint64_t sp0 = fprs_sp - recurse_frame;
         test::FakeMemory mem(0x7fff0000, 0x2000, abi.order);
-        mem.put64(sp0, fprs_sp);                    // recurse's back chain
-        mem.put64(fprs_sp + 16, call_recurse + 4);  // recurse's LR, in with_fprs's frame
-        mem.put64(fprs_sp, top);                    // with_fprs's back chain
-        mem.put64(top + 16, 0x10000abc);            // with_fprs's LR, in its caller's frame
+        mem.put64(sp0, fprs_sp);                   // recurse's back chain
+        mem.put64(fprs_sp + 16, call_recurse + 4); // recurse's LR, in with_fprs's frame
+        mem.put64(fprs_sp, top);                   // with_fprs's back chain
+        mem.put64(top + 16, 0x10000abc);           // with_fprs's LR, in its caller's frame
 
         FrameRegs regs;
-        regs.pc = leaf.start + 16;  // in leaf's body
-        regs.sp = sp0;              // leaf has no frame: r1 is recurse's
+        regs.pc = leaf.start + 16; // in leaf's body
+        regs.sp = sp0;             // leaf has no frame: r1 is recurse's
         regs.fp = 0x31313131;
         regs.ra = call_leaf + 4;
         auto row = l.index.lookup(regs.pc);

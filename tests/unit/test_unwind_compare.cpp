@@ -21,7 +21,8 @@ FrameView frame(std::uint64_t pc, std::uint64_t cfa, std::uint64_t sp, std::stri
 std::vector<FrameView> chain(std::size_t n) {
     std::vector<FrameView> out;
     for (std::size_t i = 0; i < n; ++i)
-        out.push_back(frame(0x401000 + 0x10 * i, 0x7ff000 + 0x20 * (i + 1), 0x7ff000 + 0x20 * i, "f" + std::to_string(i)));
+        out.push_back(frame(0x401000 + 0x10 * i, 0x7ff000 + 0x20 * (i + 1), 0x7ff000 + 0x20 * i,
+                            "f" + std::to_string(i)));
     return out;
 }
 
@@ -43,7 +44,8 @@ TEST_CASE("compare_backtraces: SFrame ends early, and why") {
     const auto ref = chain(6);
     SECTION("in a module without SFrame") {
         sf.back().module = "libc.so.6";
-        const auto cmp = compare_backtraces(sf, Error(Errc::NotFound, "no module with SFrame covers 0x401020"), ref);
+        const auto cmp = compare_backtraces(
+            sf, Error(Errc::NotFound, "no module with SFrame covers 0x401020"), ref);
         CHECK(cmp.equal == 3);
         REQUIRE(cmp.first);
         CHECK(cmp.first->kind == Divergence::Kind::SframeEnded);
@@ -70,7 +72,8 @@ TEST_CASE("compare_backtraces: SFrame ends early, and why") {
         CHECK(cmp.first->limit == SframeLimit::Outermost);
     }
     SECTION("at the frame limit") {
-        const auto cmp = compare_backtraces(sf, Error(Errc::BadFrame, "stopped after 3 frames"), ref);
+        const auto cmp =
+            compare_backtraces(sf, Error(Errc::BadFrame, "stopped after 3 frames"), ref);
         REQUIRE(cmp.first);
         CHECK(cmp.first->limit == SframeLimit::FrameLimit);
     }

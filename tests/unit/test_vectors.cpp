@@ -3,16 +3,14 @@
 // tests, each with what that release's objdump printed: every one must
 // decode, validate clean, and dump to the same text.
 #include "catch.hpp"
-#include "support.hpp"
-#include "vectors.hpp"
-
 #include "sfunwind/sframe/dump.hpp"
 #include "sfunwind/sframe/section.hpp"
 #include "sfunwind/sframe/validate.hpp"
-
-#include <nlohmann/json.hpp>
+#include "support.hpp"
+#include "vectors.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 using namespace sfunwind;
 namespace fs = std::filesystem;
@@ -50,10 +48,13 @@ TEST_CASE("every shared test vector decodes, validates and dumps like objdump", 
             continue;
         }
         const auto problems = sframe::validate(*section);
-        for (const auto& p : problems) INFO("problem: " << p.message << " at " << p.offset);
-        CHECK(std::none_of(problems.begin(), problems.end(),
-                           [](const auto& p) { return p.severity == sframe::Problem::Severity::Error; }));
-        const std::string expected = test::normalise(reword(test::section_part(v.groundtruth), v.name));
+        for (const auto& p : problems)
+            INFO("problem: " << p.message << " at " << p.offset);
+        CHECK(std::none_of(problems.begin(), problems.end(), [](const auto& p) {
+            return p.severity == sframe::Problem::Severity::Error;
+        }));
+        const std::string expected =
+            test::normalise(reword(test::section_part(v.groundtruth), v.name));
         const std::string actual = test::normalise(sframe::dump(*section));
         CHECK(actual == expected);
     }

@@ -31,7 +31,7 @@ std::vector<std::uint8_t> prefetch(FakeMemory& mem, std::uint64_t addr, std::uin
 
 // A reader that fails every read and counts them: the window must suffice.
 class NoMemory final : public MemoryReader {
-public:
+  public:
     bool read(std::uint64_t, std::span<std::uint8_t>) override {
         ++reads;
         return false;
@@ -57,7 +57,8 @@ TEST_CASE("plan_reads: RA and FP slots relative to the CFA's base register", "[w
     CHECK(wa.size == 8);
 
     // Nothing in memory: RA in the link register, FP unchanged.
-    CHECK(plan_reads(row_of({31, 0, false}, RegRule::same_value(), RegRule::same_value())).size == 0);
+    CHECK(plan_reads(row_of({31, 0, false}, RegRule::same_value(), RegRule::same_value())).size ==
+          0);
     // The outermost frame reads nothing.
     Row outer = r;
     outer.outermost = true;
@@ -86,8 +87,8 @@ TEST_CASE("WindowMemory: a step from the planned window equals a step from memor
     const Abi& abi = abi_amd64();
     FakeMemory mem(0x7000, 0x100, ByteOrder::Little);
     const std::uint64_t sp = 0x7040;
-    mem.put64(sp, 0x7fffaaaa);      // saved rbp at CFA-16
-    mem.put64(sp + 8, 0x401234);    // return address at CFA-8
+    mem.put64(sp, 0x7fffaaaa);   // saved rbp at CFA-16
+    mem.put64(sp + 8, 0x401234); // return address at CFA-8
     const Row r = row_of({7, 16, false}, RegRule::at_cfa(-8), RegRule::at_cfa(-16));
     const FrameRegs callee{0x401000, sp, 0x1111, std::nullopt};
 

@@ -767,7 +767,8 @@ TEST_CASE("writer refuses what the version, ABI or FDE type cannot express", "[w
     // v1 stores no repeat block size: a reader takes AMD64's 16-byte PLT
     // entry (layout_v1.cpp), so only 16 can be written, and only for AMD64.
     mask.rep_size = 8;
-    expect(v1, mask, Errc::Unsupported, "repeat block size 8 in SFrame version 1, which stores none");
+    expect(v1, mask, Errc::Unsupported,
+           "repeat block size 8 in SFrame version 1, which stores none");
     mask.rep_size = 16;
     CHECK(write(v1, {mask}).has_value());
     expect(arm_v1, mask, Errc::Unsupported, "PC-mask FDEs on aarch64 need SFrame version 2");

@@ -5,10 +5,9 @@
 
 #include "support.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -24,13 +23,16 @@ struct Vector {
 // Every vector, sorted by file name.
 inline std::vector<Vector> load_vectors() {
     std::vector<Vector> out;
-    for (const auto& e : std::filesystem::directory_iterator(shared_dir() / "test-vectors" / "gas-sframe")) {
+    for (const auto& e :
+         std::filesystem::directory_iterator(shared_dir() / "test-vectors" / "gas-sframe")) {
         if (e.path().extension() != ".json") continue;
         const auto j = nlohmann::json::parse(read_text(e.path()));
         out.push_back({e.path().filename().string(), j.at("section_base").get<std::uint64_t>(),
-                       j.at("content").get<std::vector<std::uint8_t>>(), j.at("groundtruth").get<std::string>()});
+                       j.at("content").get<std::vector<std::uint8_t>>(),
+                       j.at("groundtruth").get<std::string>()});
     }
-    std::sort(out.begin(), out.end(), [](const Vector& a, const Vector& b) { return a.name < b.name; });
+    std::sort(out.begin(), out.end(),
+              [](const Vector& a, const Vector& b) { return a.name < b.name; });
     return out;
 }
 

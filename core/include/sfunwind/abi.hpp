@@ -17,12 +17,12 @@ enum class Arch : std::uint8_t { X86_64, AArch64, S390x, Ppc64 };
 struct Abi {
     Arch arch;
     ByteOrder order;
-    std::string_view name;  // "amd64", "aarch64", "s390x", "ppc64", "ppc64le"
-    std::uint16_t sp_reg;   // DWARF register numbers
+    std::string_view name; // "amd64", "aarch64", "s390x", "ppc64", "ppc64le"
+    std::uint16_t sp_reg;  // DWARF register numbers
     std::uint16_t fp_reg;
-    std::uint16_t ra_reg;   // the register a return address lives in (x86-64: rip)
-    std::int32_t sp_from_cfa; // caller SP = CFA + this (s390x: -160; SFrame v3 section 3.1.3)
-    bool ra_in_register;      // the RA is passed in a register (LR), not pushed by the call
+    std::uint16_t ra_reg;      // the register a return address lives in (x86-64: rip)
+    std::int32_t sp_from_cfa;  // caller SP = CFA + this (s390x: -160; SFrame v3 section 3.1.3)
+    bool ra_in_register;       // the RA is passed in a register (LR), not pushed by the call
     std::uint32_t stack_align; // the caller's SP is a multiple of this at a call site
 };
 

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <boost/endian/conversion.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -22,7 +21,7 @@ inline constexpr ByteOrder host_byte_order() noexcept {
 
 // A read-only view of bytes with loads that fail instead of overrunning.
 class ByteView {
-public:
+  public:
     ByteView() = default;
     ByteView(std::span<const std::uint8_t> bytes, ByteOrder order) : bytes_(bytes), order_(order) {}
 
@@ -52,16 +51,21 @@ public:
     // Loads a little- or big-endian value of `width` bytes (1, 2 or 4),
     // sign-extending when T is signed. Used for FRE fields whose width is chosen
     // per FDE or per FRE.
-    template <typename T> bool load_sized(std::uint64_t offset, unsigned width, T& out) const noexcept {
+    template <typename T>
+    bool load_sized(std::uint64_t offset, unsigned width, T& out) const noexcept {
         switch (width) {
-        case 1: return load<T, 1>(offset, out);
-        case 2: return load<T, 2>(offset, out);
-        case 4: return load<T, 4>(offset, out);
-        default: return false;
+        case 1:
+            return load<T, 1>(offset, out);
+        case 2:
+            return load<T, 2>(offset, out);
+        case 4:
+            return load<T, 4>(offset, out);
+        default:
+            return false;
         }
     }
 
-private:
+  private:
     std::span<const std::uint8_t> bytes_;
     ByteOrder order_ = ByteOrder::Little;
 };

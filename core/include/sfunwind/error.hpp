@@ -32,7 +32,7 @@ std::string to_hex(std::uint64_t value);
 inline constexpr std::uint64_t no_offset = ~std::uint64_t{0};
 
 class Error {
-public:
+  public:
     Error(Errc code, std::string what, std::uint64_t where = no_offset)
         : code_(code), where_(where), what_(std::move(what)) {}
 
@@ -43,7 +43,7 @@ public:
     // "what (at offset 0x1c)": the form every tool prints.
     std::string message() const;
 
-private:
+  private:
     Errc code_;
     std::uint64_t where_;
     std::string what_;
@@ -52,9 +52,11 @@ private:
 // A value or an Error, in the manner of llvm::Expected / std::expected (C++23,
 // which g++ 12 lacks).
 template <typename T> class [[nodiscard]] Expected {
-public:
-    Expected(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(google-explicit-constructor)
-    Expected(Error error) : v_(std::in_place_index<1>, std::move(error)) {} // NOLINT(google-explicit-constructor)
+  public:
+    Expected(T value)
+        : v_(std::in_place_index<0>, std::move(value)) {} // NOLINT(google-explicit-constructor)
+    Expected(Error error)
+        : v_(std::in_place_index<1>, std::move(error)) {} // NOLINT(google-explicit-constructor)
 
     explicit operator bool() const noexcept { return v_.index() == 0; }
     bool has_value() const noexcept { return v_.index() == 0; }
@@ -70,12 +72,14 @@ public:
     const Error& error() const& { return std::get<1>(v_); }
     Error&& error() && { return std::get<1>(std::move(v_)); }
 
-private:
+  private:
     std::variant<T, Error> v_;
 };
 
 // The result of an operation that yields nothing but can fail.
 using Status = Expected<std::monostate>;
-inline Status ok() { return std::monostate{}; }
+inline Status ok() {
+    return std::monostate{};
+}
 
 } // namespace sfunwind

@@ -13,7 +13,7 @@ struct Abi;
 
 // CFA = reg + offset, or *(reg + offset) when deref is set (v3 flexible FDEs).
 struct CfaRule {
-    std::uint16_t reg = 0;   // DWARF register number
+    std::uint16_t reg = 0; // DWARF register number
     std::int32_t offset = 0;
     bool deref = false;
     bool operator==(const CfaRule&) const = default;
@@ -22,12 +22,12 @@ struct CfaRule {
 // Where the caller's value of a register (RA or FP) is.
 struct RegRule {
     enum class Kind : std::uint8_t {
-        Undefined,   // no value: for the RA, the outermost frame
-        SameValue,   // the register still holds it (not saved yet)
-        AtCfa,       // *(CFA + offset)
-        ValCfa,      // CFA + offset (not dereferenced)
-        AtReg,       // *(reg + offset)
-        ValReg,      // reg + offset; with offset 0, "in register reg"
+        Undefined, // no value: for the RA, the outermost frame
+        SameValue, // the register still holds it (not saved yet)
+        AtCfa,     // *(CFA + offset)
+        ValCfa,    // CFA + offset (not dereferenced)
+        AtReg,     // *(reg + offset)
+        ValReg,    // reg + offset; with offset 0, "in register reg"
     };
     Kind kind = Kind::SameValue;
     std::uint16_t reg = 0;
@@ -35,16 +35,18 @@ struct RegRule {
     // Where the rule came from. It does not change what the rule means, but
     // tools that print the section (objdump's "f", "U", "u") need it.
     enum class Source : std::uint8_t {
-        Fre,      // the FRE's data words
-        Header,   // the header's fixed offset (sfh_cfa_fixed_ra/fp_offset)
-        Padding,  // a flexible FRE's padding word: the ABI default applies
-        Absent,   // no data word: the ABI default applies
+        Fre,     // the FRE's data words
+        Header,  // the header's fixed offset (sfh_cfa_fixed_ra/fp_offset)
+        Padding, // a flexible FRE's padding word: the ABI default applies
+        Absent,  // no data word: the ABI default applies
     };
     Source source = Source::Fre;
 
     static RegRule undefined() { return {Kind::Undefined, 0, 0, Source::Fre}; }
     static RegRule same_value(Source src = Source::Absent) { return {Kind::SameValue, 0, 0, src}; }
-    static RegRule at_cfa(std::int32_t off, Source src = Source::Fre) { return {Kind::AtCfa, 0, off, src}; }
+    static RegRule at_cfa(std::int32_t off, Source src = Source::Fre) {
+        return {Kind::AtCfa, 0, off, src};
+    }
     bool reads_register() const { return kind == Kind::AtReg || kind == Kind::ValReg; }
     bool operator==(const RegRule&) const = default;
 };
@@ -57,17 +59,17 @@ struct Row {
     std::uint64_t func_start = 0;
     std::uint32_t func_size = 0;
     std::uint32_t fde_index = 0;
-    std::uint32_t fre_index = 0;  // index of the FRE within its FDE
+    std::uint32_t fre_index = 0; // index of the FRE within its FDE
 
     CfaRule cfa;
     RegRule ra;
     RegRule fp;
 
-    bool signal_frame = false;   // v3 FDE signal bit
-    bool mangled_ra = false;     // AArch64: RA signed with a PAuth key
+    bool signal_frame = false; // v3 FDE signal bit
+    bool mangled_ra = false;   // AArch64: RA signed with a PAuth key
     bool pauth_key_b = false;
-    bool outermost = false;      // RA undefined: the stack ends here
-    bool pc_mask = false;        // from a PC-mask (PLT-style) FDE
+    bool outermost = false; // RA undefined: the stack ends here
+    bool pc_mask = false;   // from a PC-mask (PLT-style) FDE
     // A rule reads a register other than SP/FP (or the RA register itself):
     // only trustworthy in the topmost frame (spec v3 appendix A; s390x v2 "RA
     // in register" rules, section 3.1.3).

@@ -100,8 +100,8 @@ Expected<CfiRow> CfiTable::Impl::row_in(Source s, std::uint64_t pc) const {
                          file_name + ": " + to_string(s) + ": cannot evaluate the CFI at " +
                              to_hex(pc) + ": " + libdw_message(),
                          pc);
-        return Error(Errc::NotFound, file_name + ": " + to_string(s) + ": no FDE covers " + to_hex(pc),
-                     pc);
+        return Error(Errc::NotFound,
+                     file_name + ": " + to_string(s) + ": no FDE covers " + to_hex(pc), pc);
     }
     FramePtr frame(raw);
 
@@ -267,7 +267,8 @@ Expected<std::vector<CfiRow>> CfiTable::rows(const FdeRange& fde) const {
         if (row->end <= pc || row->begin > pc)
             return Error(Errc::Malformed,
                          impl_->file_name + ": " + to_string(fde.source) + ": the row at " +
-                             to_hex(pc) + " spans [" + to_hex(row->begin) + ", " + to_hex(row->end) + ")",
+                             to_hex(pc) + " spans [" + to_hex(row->begin) + ", " +
+                             to_hex(row->end) + ")",
                          pc);
         // After DW_CFA_restore_state, libdw (0.188) reports the start of the
         // row that was remembered, not of the restored one: the row really

@@ -4,11 +4,10 @@
 // section 7.24; the rule table is in the header.
 #include "sfunwind/cfi/dwarf_writer.hpp"
 
-#include <boost/endian/conversion.hpp>
-#include <dwarf.h>
-
 #include <array>
+#include <boost/endian/conversion.hpp>
 #include <cstdio>
+#include <dwarf.h>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,7 +29,7 @@ std::string hex(std::uint64_t v) {
 }
 
 class Emitter {
-public:
+  public:
     Emitter(std::vector<std::uint8_t>& out, ByteOrder order) : out_(out), order_(order) {}
 
     void u8(unsigned v) { out_.push_back(static_cast<std::uint8_t>(v)); }
@@ -40,10 +39,12 @@ public:
     void patch_u32(std::size_t at, std::uint32_t v) {
         std::array<std::uint8_t, 4> b{};
         if (order_ == ByteOrder::Little)
-            boost::endian::endian_store<std::uint32_t, 4, boost::endian::order::little>(b.data(), v);
+            boost::endian::endian_store<std::uint32_t, 4, boost::endian::order::little>(b.data(),
+                                                                                        v);
         else
             boost::endian::endian_store<std::uint32_t, 4, boost::endian::order::big>(b.data(), v);
-        for (std::size_t i = 0; i < 4; ++i) out_[at + i] = b[i];
+        for (std::size_t i = 0; i < 4; ++i)
+            out_[at + i] = b[i];
     }
     void uleb(std::uint64_t v) {
         do {
@@ -70,14 +71,16 @@ public:
     // DW_CFA_nop up to a multiple of the address size, counted from the
     // entry's start (the length field included: DWARF 5 section 6.4.1).
     void pad_entry(std::size_t entry_start) {
-        while ((out_.size() - entry_start) % address_size != 0) u8(DW_CFA_nop);
+        while ((out_.size() - entry_start) % address_size != 0)
+            u8(DW_CFA_nop);
     }
 
-private:
+  private:
     void fixed(std::uint64_t v, unsigned n) {
         std::array<std::uint8_t, 8> b{};
         if (order_ == ByteOrder::Little)
-            boost::endian::endian_store<std::uint64_t, 8, boost::endian::order::little>(b.data(), v);
+            boost::endian::endian_store<std::uint64_t, 8, boost::endian::order::little>(b.data(),
+                                                                                        v);
         else
             boost::endian::endian_store<std::uint64_t, 8, boost::endian::order::big>(b.data(), v);
         const std::size_t first = order_ == ByteOrder::Little ? 0 : 8 - n;
@@ -91,7 +94,7 @@ private:
 
 // A DWARF expression (DW_FORM_block contents) in a scratch buffer.
 class Expr {
-public:
+  public:
     Expr() = default;
     Expr(const Expr&) = delete;
     Expr& operator=(const Expr&) = delete;
@@ -119,7 +122,7 @@ public:
     }
     const std::vector<std::uint8_t>& bytes() const { return buf_; }
 
-private:
+  private:
     std::vector<std::uint8_t> buf_;
     Emitter e_{buf_, ByteOrder::Little}; // expressions hold no fixed-size fields
 };
@@ -129,7 +132,9 @@ void block(Emitter& e, const Expr& x) {
     e.bytes(x.bytes());
 }
 
-bool divisible(std::int64_t off) { return off % data_alignment == 0; }
+bool divisible(std::int64_t off) {
+    return off % data_alignment == 0;
+}
 
 void emit_register_rule(Emitter& e, std::uint16_t col, const RegRule& r) {
     switch (r.kind) {
@@ -189,7 +194,9 @@ void emit_register_rule(Emitter& e, std::uint16_t col, const RegRule& r) {
 
 // A CFA rule DW_CFA_def_cfa_offset/_register may modify: register + offset,
 // written with DW_CFA_def_cfa or DW_CFA_def_cfa_sf.
-bool register_based(const CfaRule& c) { return !c.deref && (c.offset >= 0 || divisible(c.offset)); }
+bool register_based(const CfaRule& c) {
+    return !c.deref && (c.offset >= 0 || divisible(c.offset));
+}
 
 void emit_cfa_rule(Emitter& e, const std::optional<CfaRule>& prev, const CfaRule& c) {
     if (!register_based(c)) {
@@ -258,7 +265,7 @@ void advance(Emitter& e, std::uint64_t delta) {
 }
 
 class Writer {
-public:
+  public:
     Writer(const sframe::Section& section, const DebugFrameOptions& options)
         : section_(section), abi_(section.abi()), options_(options), e_(out_.bytes, abi_.order) {}
 
@@ -276,13 +283,13 @@ public:
         return std::move(out_);
     }
 
-private:
+  private:
     // One CIE per (signal frame, PAuth key B) combination in use.
     std::uint32_t cie_for(bool signal, bool key_b) {
         const int key = (signal ? 1 : 0) | (key_b ? 2 : 0);
         if (auto it = cies_.find(key); it != cies_.end()) return it->second;
         const std::size_t start = e_.size();
-        e_.u32(0); // length, patched below
+        e_.u32(0);           // length, patched below
         e_.u32(0xffffffffU); // CIE_id of a 32-bit .debug_frame CIE
         e_.u8(cie_version);
         std::string aug;
@@ -291,11 +298,12 @@ private:
             if (signal) aug += 'S';
             if (key_b) aug += 'B';
         }
-        for (const char c : aug) e_.u8(static_cast<unsigned char>(c));
+        for (const char c : aug)
+            e_.u8(static_cast<unsigned char>(c));
         e_.u8(0);
-        e_.uleb(1);             // code alignment factor
+        e_.uleb(1); // code alignment factor
         e_.sleb(data_alignment);
-        e_.uleb(abi_.ra_reg);   // return-address column
+        e_.uleb(abi_.ra_reg);         // return-address column
         if (!aug.empty()) e_.uleb(0); // no augmentation data
         if (options_.undefine_untracked_callee_saved)
             for (const std::uint16_t r : untracked_callee_saved(abi_)) {
@@ -391,13 +399,14 @@ private:
         fn.pc_mask = fde.pc_type == sframe::PcType::Mask;
         const std::size_t start = e_.size();
         fn.offset = start;
-        e_.u32(0);     // length
-        e_.u32(cie);   // CIE_pointer: section offset of the CIE
+        e_.u32(0);   // length
+        e_.u32(cie); // CIE_pointer: section offset of the CIE
         e_.u64(fde.start);
         e_.u64(fde.size);
         if (z) e_.uleb(0); // augmentation data length
         State st;
-        for (const auto& [at, row] : rows) emit_row(st, row, at);
+        for (const auto& [at, row] : rows)
+            emit_row(st, row, at);
         fn.rows = static_cast<std::uint32_t>(rows.size());
         e_.pad_entry(start);
         e_.patch_u32(start, static_cast<std::uint32_t>(e_.size() - start - 4));
@@ -423,17 +432,23 @@ constexpr std::array<std::uint16_t, 15> s390x_untracked{6,  7,  8,  9,  10, 12, 
 
 std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi) {
     switch (abi.arch) {
-    case Arch::X86_64: return amd64_untracked;
-    case Arch::AArch64: return aarch64_untracked;
-    case Arch::S390x: return s390x_untracked;
-    case Arch::Ppc64: break;
+    case Arch::X86_64:
+        return amd64_untracked;
+    case Arch::AArch64:
+        return aarch64_untracked;
+    case Arch::S390x:
+        return s390x_untracked;
+    case Arch::Ppc64:
+        break;
     }
     return {};
 }
 
-Expected<DebugFrame> write_debug_frame(const sframe::Section& section, const DebugFrameOptions& options) {
+Expected<DebugFrame> write_debug_frame(const sframe::Section& section,
+                                       const DebugFrameOptions& options) {
     if (section.abi().arch == Arch::Ppc64)
-        return Error(Errc::Unsupported, "no DWARF register mapping for " + std::string(section.abi().name));
+        return Error(Errc::Unsupported,
+                     "no DWARF register mapping for " + std::string(section.abi().name));
     DebugFrame out = Writer(section, options).run();
     if (out.functions.empty() && section.fde_count() != 0)
         return Error(Errc::Malformed, "no FDE of the SFrame section could be translated: " +

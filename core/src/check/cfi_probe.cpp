@@ -254,9 +254,9 @@ Expected<FrameValues> CfiProbe::step(std::uint64_t pc) {
             v.outermost = true;
             return v;
         }
-        return Error(Errc::Malformed,
-                     m.file_name + ": libdwfl cannot unwind from " + to_hex(pc) + ": " + dwfl_error(),
-                     pc);
+        return Error(
+            Errc::Malformed,
+            m.file_name + ": libdwfl cannot unwind from " + to_hex(pc) + ": " + dwfl_error(), pc);
     }
     if (!s.have_caller || !s.caller_sp)
         return Error(Errc::Malformed,

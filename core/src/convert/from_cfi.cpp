@@ -22,8 +22,7 @@ bool is_plt_section(const std::string& name) {
 
 const elf::SectionInfo* section_info_of(const elf::ElfFile& file, std::uint64_t pc) {
     for (const auto& s : file.sections())
-        if ((s.flags & 0x2) != 0 && pc >= s.vaddr && pc - s.vaddr < s.size)
-            return &s; // SHF_ALLOC
+        if ((s.flags & 0x2) != 0 && pc >= s.vaddr && pc - s.vaddr < s.size) return &s; // SHF_ALLOC
     return nullptr;
 }
 
@@ -97,7 +96,8 @@ Expected<sframe::FdeSpec> plt_fde(check::detail::CfiProbe& probe, std::uint64_t 
         auto row = check::detail::rules_from_values(*values, abi);
         if (!row)
             return Error(Errc::Unsupported,
-                         "the CFI at " + to_hex(pc) + " evaluates to values no SFrame rule gives", pc);
+                         "the CFI at " + to_hex(pc) + " evaluates to values no SFrame rule gives",
+                         pc);
         const auto k = static_cast<std::size_t>((pc - begin) % period);
         if (pc < begin + period) {
             block[k] = *row;
@@ -166,7 +166,8 @@ Expected<sframe::FdeSpec> fde_from_rows(const std::vector<cfi::CfiRow>& rows, st
                          "at " + to_hex(r.begin) + ": FP undefined has no SFrame form", r.begin);
         if (!outermost && r.rules.ra.kind == K::SameValue && abi.arch == Arch::X86_64)
             return Error(Errc::Unsupported,
-                         "at " + to_hex(r.begin) + ": RA 'same value' has no x86-64 meaning", r.begin);
+                         "at " + to_hex(r.begin) + ": RA 'same value' has no x86-64 meaning",
+                         r.begin);
         if (!default_fde_holds(r.rules, abi)) fde.fde_type = sframe::FdeType::Flex;
         if (r.rules.signal_frame) fde.signal = true;
         append(fde.fres, fre_from(r.rules, static_cast<std::uint32_t>(r.begin - begin), abi));
@@ -231,9 +232,9 @@ Expected<Result> from_cfi(const elf::ElfFile& file, const Options& options) {
         // otherwise make billions of libdwfl steps.
         if (!plt->in_file || range.end - plt->vaddr > plt->size) {
             skip(range.begin, range.end,
-                 fde.error().message() + "; the FDE [" + to_hex(range.begin) + ", " + to_hex(range.end) +
-                     ") is not inside " + section + " [" + to_hex(plt->vaddr) + ", " +
-                     to_hex(plt->vaddr + plt->size) + ") as stored in the file");
+                 fde.error().message() + "; the FDE [" + to_hex(range.begin) + ", " +
+                     to_hex(range.end) + ") is not inside " + section + " [" + to_hex(plt->vaddr) +
+                     ", " + to_hex(plt->vaddr + plt->size) + ") as stored in the file");
             continue;
         }
         if (!probe && probe_error.empty()) {
@@ -286,7 +287,8 @@ Expected<Result> from_cfi(const elf::ElfFile& file, const Options& options) {
     std::vector<sframe::FdeSpec> kept;
     for (auto& f : result.fdes) {
         if (!kept.empty() && f.start < kept.back().start + kept.back().size) {
-            skip(f.start, f.start + f.size, "overlaps the function at " + to_hex(kept.back().start));
+            skip(f.start, f.start + f.size,
+                 "overlaps the function at " + to_hex(kept.back().start));
             continue;
         }
         sframe::Writer alone(wo);

@@ -5,19 +5,18 @@
 // program used, followed by the section header table.
 #include "sfunwind/elf/debug_file_writer.hpp"
 
+#include <algorithm>
+#include <array>
 #include <boost/endian/conversion.hpp>
+#include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
+#include <unistd.h>
 #include <utility>
 
 namespace sfunwind::elf {
@@ -25,7 +24,9 @@ namespace {
 
 constexpr std::uint64_t sym_size = 24; // sizeof(Elf64_Sym)
 
-std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+std::uint64_t align_up(std::uint64_t v, std::uint64_t a) {
+    return a <= 1 ? v : (v + a - 1) / a * a;
+}
 
 // An Elf64_Sym in host terms, written out in the file's byte order.
 struct SymbolEntry {
@@ -38,7 +39,7 @@ struct SymbolEntry {
 };
 
 class StringTable {
-public:
+  public:
     StringTable() { bytes_.push_back(0); }
     explicit StringTable(std::vector<std::uint8_t> initial) : bytes_(std::move(initial)) {
         if (bytes_.empty()) bytes_.push_back(0);
@@ -54,7 +55,7 @@ public:
     }
     const std::vector<std::uint8_t>& bytes() const { return bytes_; }
 
-private:
+  private:
     std::vector<std::uint8_t> bytes_;
     std::map<std::string, std::uint32_t> index_;
 };
@@ -70,7 +71,8 @@ void store(std::vector<std::uint8_t>& out, std::uint64_t v, unsigned n, bool lit
                b.begin() + static_cast<std::ptrdiff_t>(first + n));
 }
 
-std::vector<std::uint8_t> encode_symbols(const std::vector<SymbolEntry>& syms, StringTable& strtab, bool little) {
+std::vector<std::uint8_t> encode_symbols(const std::vector<SymbolEntry>& syms, StringTable& strtab,
+                                         bool little) {
     std::vector<std::uint8_t> out;
     out.reserve(syms.size() * sym_size);
     for (const auto& s : syms) {
@@ -113,7 +115,7 @@ std::vector<SymbolEntry> read_symbols(::Elf* elf, Elf_Scn* scn, const GElf_Shdr&
 }
 
 class FileCloser {
-public:
+  public:
     explicit FileCloser(int fd) : fd_(fd) {}
     FileCloser(const FileCloser&) = delete;
     FileCloser& operator=(const FileCloser&) = delete;
@@ -122,7 +124,7 @@ public:
     }
     int release() { return std::exchange(fd_, -1); }
 
-private:
+  private:
     int fd_;
 };
 
@@ -132,13 +134,16 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
                                            const std::string& path) {
     const std::string who = base.name() + " -> " + path;
     auto fail = [&](Errc code, const std::string& what) { return Error(code, who + ": " + what); };
-    auto libelf_fail = [&](const char* what) { return fail(Errc::Io, std::string(what) + ": " + elf_errmsg(-1)); };
+    auto libelf_fail = [&](const char* what) {
+        return fail(Errc::Io, std::string(what) + ": " + elf_errmsg(-1));
+    };
 
     ::Elf* src = base.libelf_handle();
     if (src == nullptr) return fail(Errc::Malformed, "no ELF image");
     GElf_Ehdr ehdr;
     if (gelf_getehdr(src, &ehdr) == nullptr) return libelf_fail("cannot read the ELF header");
-    if (gelf_getclass(src) != ELFCLASS64) return fail(Errc::Unsupported, "only 64-bit ELF files are supported");
+    if (gelf_getclass(src) != ELFCLASS64)
+        return fail(Errc::Unsupported, "only 64-bit ELF files are supported");
     const bool little = ehdr.e_ident[EI_DATA] == ELFDATA2LSB;
     std::size_t shstrndx = 0;
     if (elf_getshdrstrndx(src, &shstrndx) != 0) return libelf_fail("no section name table");
@@ -152,24 +157,28 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
     end_of_used = std::max<std::uint64_t>(end_of_used, ehdr.e_ehsize);
     for (Elf_Scn* scn = elf_nextscn(src, nullptr); scn != nullptr; scn = elf_nextscn(src, scn)) {
         SourceSection s;
-        if (gelf_getshdr(scn, &s.shdr) == nullptr) return libelf_fail("cannot read a section header");
+        if (gelf_getshdr(scn, &s.shdr) == nullptr)
+            return libelf_fail("cannot read a section header");
         const char* name = elf_strptr(src, shstrndx, s.shdr.sh_name);
         s.name = name != nullptr ? name : "";
         if (s.shdr.sh_type != SHT_NOBITS && s.shdr.sh_size > 0) {
             Elf_Data* raw = elf_rawdata(scn, nullptr);
             if (raw == nullptr || raw->d_size != s.shdr.sh_size)
-                return fail(Errc::Truncated, "section " + s.name + " runs past the end of the file");
+                return fail(Errc::Truncated,
+                            "section " + s.name + " runs past the end of the file");
             s.raw = {static_cast<const std::uint8_t*>(raw->d_buf), raw->d_size};
             end_of_used = std::max(end_of_used, s.shdr.sh_offset + s.shdr.sh_size);
         }
         const std::size_t index = elf_ndxscn(scn);
-        if (index != sections.size()) return fail(Errc::Malformed, "section indices are not consecutive");
+        if (index != sections.size())
+            return fail(Errc::Malformed, "section indices are not consecutive");
         if (s.shdr.sh_type == SHT_SYMTAB && !symtab) symtab = index;
         if (s.shdr.sh_type == SHT_DYNSYM && !dynsym) dynsym = index;
         if (s.name == ".debug_frame" && !debug_frame) debug_frame = index;
         sections.push_back(std::move(s));
     }
-    if (shstrndx == 0 || shstrndx >= sections.size()) return fail(Errc::Malformed, "no section name table");
+    if (shstrndx == 0 || shstrndx >= sections.size())
+        return fail(Errc::Malformed, "no section name table");
     if (sections.size() + 3 >= SHN_LORESERVE)
         return fail(Errc::Unsupported, "too many sections for a plain section header table");
 
@@ -196,7 +205,8 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
         std::uint16_t found = 0;
         for (std::size_t i = 1; i < sections.size() && i < SHN_LORESERVE; ++i) {
             const GElf_Shdr& h = sections[i].shdr;
-            if ((h.sh_flags & SHF_ALLOC) == 0 || addr < h.sh_addr || addr >= h.sh_addr + h.sh_size) continue;
+            if ((h.sh_flags & SHF_ALLOC) == 0 || addr < h.sh_addr || addr >= h.sh_addr + h.sh_size)
+                continue;
             found = static_cast<std::uint16_t>(i);
             if ((h.sh_flags & SHF_EXECINSTR) != 0) break;
         }
@@ -204,7 +214,8 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
     };
     auto merge = [&](std::vector<SymbolEntry> entries, bool remap, bool dynamic) {
         for (auto& e : entries) {
-            if (e.shndx == SHN_UNDEF || e.name.empty() || present.count({e.name, e.value}) != 0) continue;
+            if (e.shndx == SHN_UNDEF || e.name.empty() || present.count({e.name, e.value}) != 0)
+                continue;
             const unsigned type = GELF_ST_TYPE(e.info);
             if (type == STT_SECTION || type == STT_FILE) continue;
             if (remap && e.shndx < SHN_LORESERVE) {
@@ -217,13 +228,16 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
             (GELF_ST_BIND(e.info) == STB_LOCAL ? locals : globals).push_back(std::move(e));
         }
     };
-    if (dynsym) merge(read_symbols(src, elf_getscn(src, *dynsym), sections[*dynsym].shdr), false, true);
+    if (dynsym)
+        merge(read_symbols(src, elf_getscn(src, *dynsym), sections[*dynsym].shdr), false, true);
     for (const ElfFile* other : contents.symbol_sources) {
         ::Elf* oe = other != nullptr ? other->libelf_handle() : nullptr;
         if (oe == nullptr || oe == src) continue;
         for (Elf_Scn* scn = elf_nextscn(oe, nullptr); scn != nullptr; scn = elf_nextscn(oe, scn)) {
             GElf_Shdr h;
-            if (gelf_getshdr(scn, &h) == nullptr || (h.sh_type != SHT_SYMTAB && h.sh_type != SHT_DYNSYM)) continue;
+            if (gelf_getshdr(scn, &h) == nullptr ||
+                (h.sh_type != SHT_SYMTAB && h.sh_type != SHT_DYNSYM))
+                continue;
             merge(read_symbols(oe, scn, h), true, h.sh_type == SHT_DYNSYM);
         }
     }
@@ -245,8 +259,10 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
     }
     std::vector<SymbolEntry> all(1); // the null entry
     const std::size_t first_global = 1 + locals.size();
-    all.insert(all.end(), std::make_move_iterator(locals.begin()), std::make_move_iterator(locals.end()));
-    all.insert(all.end(), std::make_move_iterator(globals.begin()), std::make_move_iterator(globals.end()));
+    all.insert(all.end(), std::make_move_iterator(locals.begin()),
+               std::make_move_iterator(locals.end()));
+    all.insert(all.end(), std::make_move_iterator(globals.begin()),
+               std::make_move_iterator(globals.end()));
     StringTable strtab;
     const std::vector<std::uint8_t> symtab_bytes = encode_symbols(all, strtab, little);
     report.symbols = all.size();
@@ -262,7 +278,8 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
     const std::size_t frame_index = debug_frame ? *debug_frame : next_index++;
     const std::size_t total = next_index;
 
-    std::vector<std::uint8_t> shstr_initial(sections[shstrndx].raw.begin(), sections[shstrndx].raw.end());
+    std::vector<std::uint8_t> shstr_initial(sections[shstrndx].raw.begin(),
+                                            sections[shstrndx].raw.end());
     StringTable shstrtab(std::move(shstr_initial));
     auto name_offset = [&](std::size_t index, const char* name) -> std::uint32_t {
         return index < sections.size() ? static_cast<std::uint32_t>(sections[index].shdr.sh_name)
@@ -285,7 +302,8 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
     const std::uint64_t shoff = tail;
 
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return fail(Errc::Io, std::string("cannot create the file: ") + std::strerror(errno));
+    if (fd < 0)
+        return fail(Errc::Io, std::string("cannot create the file: ") + std::strerror(errno));
     FileCloser closer(fd);
     ::Elf* dst = elf_begin(fd, ELF_C_WRITE, nullptr);
     if (dst == nullptr) return libelf_fail("elf_begin");
@@ -315,7 +333,8 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
         if (data == nullptr) return libelf_fail("elf_newdata");
         // Raw bytes, already in the file's byte order: no translation.
         data->d_type = ELF_T_BYTE;
-        data->d_buf = shdr.sh_type == SHT_NOBITS ? nullptr : const_cast<std::uint8_t*>(bytes.data());
+        data->d_buf =
+            shdr.sh_type == SHT_NOBITS ? nullptr : const_cast<std::uint8_t*>(bytes.data());
         data->d_size = shdr.sh_type == SHT_NOBITS ? shdr.sh_size : bytes.size();
         data->d_off = 0;
         data->d_align = 1;
@@ -383,7 +402,8 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
     if (elf_update(dst, ELF_C_WRITE) < 0) return libelf_fail("elf_update");
     elf_end(std::exchange(end_dst.e, nullptr));
     report.file_size = shoff + total * sizeof(Elf64_Shdr);
-    if (::close(closer.release()) != 0) return fail(Errc::Io, std::string("close: ") + std::strerror(errno));
+    if (::close(closer.release()) != 0)
+        return fail(Errc::Io, std::string("close: ") + std::strerror(errno));
     return report;
 }
 

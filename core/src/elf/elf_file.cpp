@@ -125,8 +125,9 @@ Status ElfFile::Impl::read_headers() {
                          offsetof(Elf64_Ehdr, e_phentsize));
         if (!fits(ehdr.e_phoff, std::uint64_t{phnum} * sizeof(Elf64_Phdr), size))
             return error(Errc::Truncated,
-                         std::to_string(phnum) + " program headers at offset " + to_hex(ehdr.e_phoff) +
-                             " run past the end of the file (" + std::to_string(size) + " bytes)",
+                         std::to_string(phnum) + " program headers at offset " +
+                             to_hex(ehdr.e_phoff) + " run past the end of the file (" +
+                             std::to_string(size) + " bytes)",
                          ehdr.e_phoff);
     }
     for (std::size_t i = 0; i < phnum; ++i) {

@@ -10,7 +10,9 @@ namespace {
 
 using Verdict = CfiCheckEntry::Verdict;
 
-Verdict worst(Verdict a, Verdict b) { return static_cast<std::uint8_t>(a) > static_cast<std::uint8_t>(b) ? a : b; }
+Verdict worst(Verdict a, Verdict b) {
+    return static_cast<std::uint8_t>(a) > static_cast<std::uint8_t>(b) ? a : b;
+}
 
 bool same_cfa(const CfaRule& a, const CfaRule& b) {
     return a.reg == b.reg && a.offset == b.offset && a.deref == b.deref;
@@ -20,11 +22,14 @@ bool same_rule(const RegRule& a, const RegRule& b) {
     if (a.kind != b.kind) return false;
     switch (a.kind) {
     case RegRule::Kind::Undefined:
-    case RegRule::Kind::SameValue: return true;
+    case RegRule::Kind::SameValue:
+        return true;
     case RegRule::Kind::AtCfa:
-    case RegRule::Kind::ValCfa: return a.offset == b.offset;
+    case RegRule::Kind::ValCfa:
+        return a.offset == b.offset;
     case RegRule::Kind::AtReg:
-    case RegRule::Kind::ValReg: return a.reg == b.reg && a.offset == b.offset;
+    case RegRule::Kind::ValReg:
+        return a.reg == b.reg && a.offset == b.offset;
     }
     return false;
 }
@@ -39,11 +44,13 @@ Verdict cfa_verdict(const RowDetail& t, const CfaRule& c) {
     if (same_cfa(mine, c)) return Verdict::Same;
     if (!(mine.reg == 1 && mine.offset == 0 && mine.deref) || c.deref) return Verdict::Different;
     // The back chain at r1 holds r1 + frame size.
-    if (c.reg == 1 && t.state.frame_size && c.offset == static_cast<std::int64_t>(*t.state.frame_size))
+    if (c.reg == 1 && t.state.frame_size &&
+        c.offset == static_cast<std::int64_t>(*t.state.frame_size))
         return Verdict::Same;
     // A frame whose size is in a register (stdux r1,r1,r0 for frames over
     // 32 KiB): the back chain still holds the CFA; the size cannot be checked.
-    if (c.reg == 1 && c.offset > 0 && t.state.allocated && !t.state.frame_size && !t.state.fixed_size)
+    if (c.reg == 1 && c.offset > 0 && t.state.allocated && !t.state.frame_size &&
+        !t.state.fixed_size)
         return Verdict::Equivalent;
     // GCC's frame pointer: r31 = CFA - N since `mr r31,r1` after the prologue.
     if (c.reg < 32 && ((t.state.frame_copies >> c.reg) & 1U) != 0 && t.state.fixed_size &&
@@ -51,7 +58,8 @@ Verdict cfa_verdict(const RowDetail& t, const CfaRule& c) {
         return Verdict::Same;
     const auto& table = t.found.table;
     const std::uint16_t fp = table.alloca_reg ? *table.alloca_reg : 31;
-    if (c.reg == fp && t.state.fixed_size && c.offset == static_cast<std::int64_t>(*t.state.fixed_size))
+    if (c.reg == fp && t.state.fixed_size &&
+        c.offset == static_cast<std::int64_t>(*t.state.fixed_size))
         return Verdict::Equivalent;
     return Verdict::Different;
 }
@@ -60,7 +68,8 @@ Verdict ra_verdict(const RowDetail& t, const RegRule& c) {
     const RegRule& mine = t.row.ra;
     if (same_rule(mine, c)) return Verdict::Same;
     // Saved, and still in LR or in the register mflr copied it to.
-    if (mine.kind == RegRule::Kind::AtCfa && t.state.ra_saved && in_register(c)) return Verdict::Equivalent;
+    if (mine.kind == RegRule::Kind::AtCfa && t.state.ra_saved && in_register(c))
+        return Verdict::Equivalent;
     // In LR, and CFI names the copy (`.cfi_register lr, r0` after mflr r0).
     if (mine.kind == RegRule::Kind::SameValue && c.kind == RegRule::Kind::ValReg && c.offset == 0 &&
         c.reg < 32 && ((t.state.ra_gprs >> c.reg) & 1U) != 0)
@@ -88,27 +97,31 @@ CfiCheckEntry compare_row(const RowDetail& t, const cfi::CfiRow& c, const Abi& a
     }
     if (!c.representable()) {
         e.verdict = Verdict::Different;
-        e.message += " (CFI rule has no Row form: " + c.cfa_state.reason + c.ra_state.reason + c.fp_state.reason + ")";
+        e.message += " (CFI rule has no Row form: " + c.cfa_state.reason + c.ra_state.reason +
+                     c.fp_state.reason + ")";
         return e;
     }
-    e.verdict = worst(worst(cfa_verdict(t, c.rules.cfa), ra_verdict(t, c.rules.ra)), fp_verdict(t, c.rules.fp));
+    e.verdict = worst(worst(cfa_verdict(t, c.rules.cfa), ra_verdict(t, c.rules.ra)),
+                      fp_verdict(t, c.rules.fp));
     return e;
 }
 
-CfiCheckResult check_against_cfi(const TracebackIndex& index, const Listing& tables, const cfi::CfiTable& cfi,
-                                 const CfiCheckOptions& options) {
+CfiCheckResult check_against_cfi(const TracebackIndex& index, const Listing& tables,
+                                 const cfi::CfiTable& cfi, const CfiCheckOptions& options) {
     CfiCheckResult out;
     for (const auto& found : tables.tables) {
         if (!found.function_start) continue;
         auto rows = index.rows(found, TracebackIndex::Split::State);
         if (!rows) continue;
         const std::string name = found.function != nullptr ? found.function->names.front()
-                                 : found.table.name       ? *found.table.name
-                                                          : std::string();
+                                 : found.table.name        ? *found.table.name
+                                                           : std::string();
         bool any = false;
         for (const auto& d : *rows) {
             // A jump table is not code; padding is never executed.
-            if (d.origin == FrameAnalysis::Origin::Data || d.origin == FrameAnalysis::Origin::Padding) continue;
+            if (d.origin == FrameAnalysis::Origin::Data ||
+                d.origin == FrameAnalysis::Origin::Padding)
+                continue;
             for (std::uint64_t pc = d.row.pc_begin; pc < d.row.pc_end; pc += 4) {
                 auto c = cfi.at(pc);
                 if (!c) {
@@ -120,8 +133,8 @@ CfiCheckResult check_against_cfi(const TracebackIndex& index, const Listing& tab
                 CfiCheckEntry e = compare_row(d, *c, index.abi());
                 e.pc = pc;
                 e.function = name;
-                const bool analysed =
-                    d.origin == FrameAnalysis::Origin::Code || d.origin == FrameAnalysis::Origin::Indirect;
+                const bool analysed = d.origin == FrameAnalysis::Origin::Code ||
+                                      d.origin == FrameAnalysis::Origin::Indirect;
                 if (!analysed) {
                     ++out.unanalysed;
                     if (e.verdict == Verdict::Different) {
@@ -132,10 +145,18 @@ CfiCheckResult check_against_cfi(const TracebackIndex& index, const Listing& tab
                     }
                 }
                 switch (e.verdict) {
-                case Verdict::Same: ++out.same; break;
-                case Verdict::Equivalent: ++out.equivalent; break;
-                case Verdict::Different: ++out.different; break;
-                case Verdict::Outermost: ++out.outermost; break;
+                case Verdict::Same:
+                    ++out.same;
+                    break;
+                case Verdict::Equivalent:
+                    ++out.equivalent;
+                    break;
+                case Verdict::Different:
+                    ++out.different;
+                    break;
+                case Verdict::Outermost:
+                    ++out.outermost;
+                    break;
                 }
                 if (e.verdict == Verdict::Different || e.verdict == Verdict::Outermost ||
                     (e.verdict == Verdict::Equivalent && options.keep_equivalent))

@@ -23,9 +23,10 @@ using isa::Insn;
 constexpr std::uint32_t volatile_gprs = 0x1ff9U;
 
 class Transfer {
-public:
+  public:
     explicit Transfer(const TracebackTable& table)
-        : alloca_reg_(table.alloca_reg ? *table.alloca_reg : 31U), uses_alloca_(table.uses_alloca) {}
+        : alloca_reg_(table.alloca_reg ? *table.alloca_reg : 31U), uses_alloca_(table.uses_alloca) {
+    }
 
     FrameState operator()(const Insn& i, const FrameState& s) const {
         FrameState n = s;
@@ -34,7 +35,8 @@ public:
         for (unsigned r = 0; r < 32; ++r)
             if (((s.ra_gprs >> r) & 1U) != 0 && may_write_gpr(i, r)) n.ra_gprs &= ~(1U << r);
         for (unsigned r = 0; r < 32; ++r)
-            if (((s.frame_copies >> r) & 1U) != 0 && may_write_gpr(i, r)) n.frame_copies &= ~(1U << r);
+            if (((s.frame_copies >> r) & 1U) != 0 && may_write_gpr(i, r))
+                n.frame_copies &= ~(1U << r);
         if (may_write_gpr(i, 31)) n.r31_callers = reloads_r31(i, s);
 
         const unsigned op = i.opcode();
@@ -61,7 +63,8 @@ public:
             if (i.xo_ds() == 0) {
                 const auto at = r1_offset(s, lr_save_offset);
                 if (at && *at == i.ds() && ((s.ra_gprs >> i.rt()) & 1U) != 0) n.ra_saved = true;
-                if (i.rt() == 31 && s.r31_callers && !s.r31_slot) n.r31_slot = cfa_offset(s, i.ds());
+                if (i.rt() == 31 && s.r31_callers && !s.r31_slot)
+                    n.r31_slot = cfa_offset(s, i.ds());
             }
             return n;
         }
@@ -77,7 +80,7 @@ public:
             if (i.ra() != 0 && i.ra() != 1 && is_frame_copy(s, i.ra()) && i.d() == 0)
                 back_to_frame(n); // addi r1,rX,0: below any alloca area
             else if (i.ra() != 0 && i.d() > 0)
-                pop(n);           // addi r1,r1,N / addi r1,r31,N: the epilogue
+                pop(n); // addi r1,r1,N / addi r1,r31,N: the epilogue
             return n;
         }
         if (op == isa::op_ld && i.xo_ds() == 0) {
@@ -108,15 +111,17 @@ public:
     static bool is_call(const Insn& i) {
         const unsigned op = i.opcode();
         if (op == isa::op_b || op == isa::op_bc) return i.lk();
-        if (op == isa::op_xl && (i.xo_x() == isa::xo_bclr || i.xo_x() == isa::xo_bcctr)) return i.lk();
+        if (op == isa::op_xl && (i.xo_x() == isa::xo_bclr || i.xo_x() == isa::xo_bcctr))
+            return i.lk();
         return false;
     }
 
-private:
+  private:
     // rX holds the post-prologue r1: a recorded copy, or the alloca
     // register the table names (GCC sets it right after the stack update).
     bool is_frame_copy(const FrameState& s, unsigned r) const {
-        return ((s.frame_copies >> r) & 1U) != 0 || (uses_alloca_ && r == alloca_reg_ && s.allocated);
+        return ((s.frame_copies >> r) & 1U) != 0 ||
+               (uses_alloca_ && r == alloca_reg_ && s.allocated);
     }
     static void back_to_frame(FrameState& n) {
         n.allocated = true;
@@ -125,13 +130,14 @@ private:
 
     // `ld r31,D(r1)` from r31's save slot: r31 is the caller's again.
     static bool reloads_r31(const Insn& i, const FrameState& s) {
-        return i.opcode() == isa::op_ld && i.xo_ds() == 0 && i.rt() == 31 && i.ra() == 1 && s.r31_slot &&
-               cfa_offset(s, i.ds()) == s.r31_slot;
+        return i.opcode() == isa::op_ld && i.xo_ds() == 0 && i.rt() == 31 && i.ra() == 1 &&
+               s.r31_slot && cfa_offset(s, i.ds()) == s.r31_slot;
     }
     // CFA-relative offset of r1 + d, when the frame size is known.
     static std::optional<std::int32_t> cfa_offset(const FrameState& s, std::int32_t d) {
         if (!s.allocated) return d;
-        if (s.frame_size) return static_cast<std::int32_t>(std::int64_t{d} - std::int64_t{*s.frame_size});
+        if (s.frame_size)
+            return static_cast<std::int32_t>(std::int64_t{d} - std::int64_t{*s.frame_size});
         return std::nullopt;
     }
 
@@ -174,7 +180,8 @@ struct Successors {
 
 // `returns(target)`: whether a direct call to target comes back.
 template <typename Returns>
-Successors successors(const Insn& i, std::uint64_t pc, std::uint64_t start, std::uint64_t end, Returns&& returns) {
+Successors successors(const Insn& i, std::uint64_t pc, std::uint64_t start, std::uint64_t end,
+                      Returns&& returns) {
     Successors s;
     const unsigned op = i.opcode();
     const std::uint64_t next = pc + 4;
@@ -239,14 +246,16 @@ FrameState body_state(const TracebackTable& table) {
     return s;
 }
 
-Expected<FrameAnalysis> FrameAnalysis::run(ByteView code, std::uint64_t code_vaddr, std::uint64_t start,
-                                           const TracebackTable& table, const AnalysisLimits& limits,
-                                           const CallTargets* calls) {
+Expected<FrameAnalysis> FrameAnalysis::run(ByteView code, std::uint64_t code_vaddr,
+                                           std::uint64_t start, const TracebackTable& table,
+                                           const AnalysisLimits& limits, const CallTargets* calls) {
     const std::uint64_t end = table.address;
-    if (start % 4 != 0 || start < code_vaddr || end < start || !code.contains(start - code_vaddr, end - start))
+    if (start % 4 != 0 || start < code_vaddr || end < start ||
+        !code.contains(start - code_vaddr, end - start))
         return Error(Errc::Malformed,
-                     "function [" + to_hex(start) + ", " + to_hex(end) + ") is not word-aligned code inside [" +
-                         to_hex(code_vaddr) + ", " + to_hex(code_vaddr + code.size()) + ")",
+                     "function [" + to_hex(start) + ", " + to_hex(end) +
+                         ") is not word-aligned code inside [" + to_hex(code_vaddr) + ", " +
+                         to_hex(code_vaddr + code.size()) + ")",
                      start);
     const std::uint64_t count = (end - start) / 4;
     if (count > limits.max_instructions)
@@ -315,7 +324,8 @@ Expected<FrameAnalysis> FrameAnalysis::run(ByteView code, std::uint64_t code_vad
         bool changed = false;
         if (c.origin == Origin::Conflict || c.origin == Origin::Data) {
             changed = false;
-        } else if (here.origin == Origin::Conflict || (reached(c.origin) && c.state.allocated != out.allocated)) {
+        } else if (here.origin == Origin::Conflict ||
+                   (reached(c.origin) && c.state.allocated != out.allocated)) {
             c.origin = Origin::Conflict;
             changed = true;
         } else if (c.origin == Origin::Unreached) {
@@ -358,7 +368,8 @@ Expected<FrameAnalysis> FrameAnalysis::run(ByteView code, std::uint64_t code_vad
         if (!(insn.opcode() == isa::op_xl && insn.xo_x() == isa::xo_bcctr && !insn.lk())) continue;
         if (jump_targets.count(idx) != 0) continue; // its targets are known
         const Cell& c = a.states_[idx];
-        if (c.origin == Origin::Conflict || (at_bctr && reached(c.origin) && at_bctr->allocated != c.state.allocated))
+        if (c.origin == Origin::Conflict ||
+            (at_bctr && reached(c.origin) && at_bctr->allocated != c.state.allocated))
             bctr_conflict = true;
         if (!reached(c.origin)) continue;
         const FrameState out = transfer(insn, c.state);
@@ -376,7 +387,8 @@ Expected<FrameAnalysis> FrameAnalysis::run(ByteView code, std::uint64_t code_vad
     // Alignment padding (GCC's `nop` and `ori r2,r2,0`) that no path reaches.
     for (std::uint32_t idx = 0; idx < count; ++idx) {
         const std::uint32_t w = insn_at(idx).word;
-        if (a.states_[idx].origin == Origin::Unreached && (w == isa::nop_word || w == isa::nop_r2_word))
+        if (a.states_[idx].origin == Origin::Unreached &&
+            (w == isa::nop_word || w == isa::nop_r2_word))
             a.states_[idx].origin = Origin::Padding;
     }
     return a;
@@ -389,7 +401,8 @@ std::size_t FrameAnalysis::index_of(std::uint64_t pc) const {
 
 FrameState FrameAnalysis::state_at(std::uint64_t pc) const {
     const std::size_t i = index_of(pc);
-    if (i >= states_.size() || (states_[i].origin != Origin::Code && states_[i].origin != Origin::Indirect))
+    if (i >= states_.size() ||
+        (states_[i].origin != Origin::Code && states_[i].origin != Origin::Indirect))
         return body_;
     return states_[i].state;
 }
@@ -400,7 +413,9 @@ std::uint32_t FrameAnalysis::word_at(std::uint64_t pc) const {
     return w;
 }
 
-bool FrameAnalysis::is_call_at(std::uint64_t pc) const { return Transfer::is_call(Insn{word_at(pc)}); }
+bool FrameAnalysis::is_call_at(std::uint64_t pc) const {
+    return Transfer::is_call(Insn{word_at(pc)});
+}
 
 FrameState FrameAnalysis::state_after(std::uint64_t pc) const {
     return Transfer(table_)(Insn{word_at(pc)}, state_at(pc));
@@ -420,16 +435,19 @@ void apply_rules(const FrameState& state, const TracebackTable& table, Row& row)
     // save the analysis followed, if the table says the function saves LR.
     // Otherwise it is still in LR, or in the GPR mflr copied it to (the
     // lowest: r0 after `mflr r0`), which only the topmost frame knows.
-    const bool in_slot = state.ra_saved || (!state.ra_in_lr && state.ra_gprs == 0 && table.saves_lr);
+    const bool in_slot =
+        state.ra_saved || (!state.ra_in_lr && state.ra_gprs == 0 && table.saves_lr);
     row.topmost_only = !in_slot;
     if (in_slot)
         row.ra = RegRule::at_cfa(lr_save_offset);
     else if (!state.ra_in_lr && state.ra_gprs != 0)
-        row.ra = RegRule{RegRule::Kind::ValReg, static_cast<std::uint16_t>(std::countr_zero(state.ra_gprs)), 0,
+        row.ra = RegRule{RegRule::Kind::ValReg,
+                         static_cast<std::uint16_t>(std::countr_zero(state.ra_gprs)), 0,
                          RegRule::Source::Fre};
     else
         row.ra = RegRule::same_value(RegRule::Source::Fre);
-    row.fp = state.r31_slot ? RegRule::at_cfa(*state.r31_slot) : RegRule::same_value(RegRule::Source::Fre);
+    row.fp = state.r31_slot ? RegRule::at_cfa(*state.r31_slot)
+                            : RegRule::same_value(RegRule::Source::Fre);
 }
 
 } // namespace sfunwind::ppc64

@@ -32,7 +32,8 @@ std::vector<CodeRange> code_ranges(const elf::ElfFile& file) {
             ++i;
         }
     }
-    std::sort(out.begin(), out.end(), [](const CodeRange& a, const CodeRange& b) { return a.vaddr < b.vaddr; });
+    std::sort(out.begin(), out.end(),
+              [](const CodeRange& a, const CodeRange& b) { return a.vaddr < b.vaddr; });
     return out;
 }
 
@@ -77,7 +78,8 @@ struct RowAt {
     FrameAnalysis::Origin origin;
 };
 
-RowAt row_at(const std::optional<FrameAnalysis>& analysis, const TracebackTable& table, std::uint64_t pc) {
+RowAt row_at(const std::optional<FrameAnalysis>& analysis, const TracebackTable& table,
+             std::uint64_t pc) {
     RowAt r{};
     r.state = analysis ? analysis->state_at(pc) : body_state(table);
     r.origin = analysis ? analysis->origin_at(pc) : FrameAnalysis::Origin::Unreached;
@@ -86,31 +88,37 @@ RowAt row_at(const std::optional<FrameAnalysis>& analysis, const TracebackTable&
 }
 
 bool is_all_zero(const TracebackTable& t) {
-    return t.lang == 0 && !t.globalink && !t.is_eprol && !t.has_tboff && !t.int_proc && !t.has_ctl && !t.tocless &&
-           !t.fp_present && !t.int_handl && !t.name_present && !t.uses_alloca && !t.saves_cr && !t.saves_lr &&
-           !t.stores_bc && !t.fixup && t.fp_saved == 0 && t.gpr_saved == 0 && t.fixedparms == 0 &&
-           t.floatparms == 0 && !t.parmsonstk;
+    return t.lang == 0 && !t.globalink && !t.is_eprol && !t.has_tboff && !t.int_proc &&
+           !t.has_ctl && !t.tocless && !t.fp_present && !t.int_handl && !t.name_present &&
+           !t.uses_alloca && !t.saves_cr && !t.saves_lr && !t.stores_bc && !t.fixup &&
+           t.fp_saved == 0 && t.gpr_saved == 0 && t.fixedparms == 0 && t.floatparms == 0 &&
+           !t.parmsonstk;
 }
 
 bool same_rules(const Row& a, const Row& b) {
-    return a.cfa.reg == b.cfa.reg && a.cfa.offset == b.cfa.offset && a.cfa.deref == b.cfa.deref && a.ra == b.ra &&
-           a.fp == b.fp && a.topmost_only == b.topmost_only;
+    return a.cfa.reg == b.cfa.reg && a.cfa.offset == b.cfa.offset && a.cfa.deref == b.cfa.deref &&
+           a.ra == b.ra && a.fp == b.fp && a.topmost_only == b.topmost_only;
 }
 
 } // namespace
 
 const char* to_string(FoundTable::StartSource source) noexcept {
     switch (source) {
-    case FoundTable::StartSource::TbOffset: return "tb_offset";
-    case FoundTable::StartSource::Symbol: return "symbol";
-    case FoundTable::StartSource::Unknown: return "unknown";
+    case FoundTable::StartSource::TbOffset:
+        return "tb_offset";
+    case FoundTable::StartSource::Symbol:
+        return "symbol";
+    case FoundTable::StartSource::Unknown:
+        return "unknown";
     }
     return "?";
 }
 
-Expected<TracebackIndex> TracebackIndex::build(const elf::ElfFile& file, const IndexOptions& options) {
+Expected<TracebackIndex> TracebackIndex::build(const elf::ElfFile& file,
+                                               const IndexOptions& options) {
     if (file.machine() != EM_PPC64)
-        return Error(Errc::Unsupported, file.name() + ": not a 64-bit PowerPC ELF file (e_machine " +
+        return Error(Errc::Unsupported, file.name() +
+                                            ": not a 64-bit PowerPC ELF file (e_machine " +
                                             std::to_string(file.machine()) + ")");
     TracebackIndex index;
     index.abi_ = &abi_ppc64(file.byte_order());
@@ -161,9 +169,9 @@ Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
         const std::uint64_t at = range->vaddr + off;
         if (sym != nullptr && sym->size > 0 && at >= sym->start + sym->size)
             return Error(Errc::NotFound,
-                         "no traceback table in " + sym->names.front() + " [" + to_hex(sym->start) + ", " +
-                             to_hex(sym->start + sym->size) + "), which holds " + to_hex(pc) +
-                             ": the first zero word after it is at " + to_hex(at) +
+                         "no traceback table in " + sym->names.front() + " [" + to_hex(sym->start) +
+                             ", " + to_hex(sym->start + sym->size) + "), which holds " +
+                             to_hex(pc) + ": the first zero word after it is at " + to_hex(at) +
                              (last_problem ? " (" + last_problem->what() + ")" : std::string()),
                          pc);
         if (next_sym != nullptr && at >= next_sym->start)
@@ -181,8 +189,8 @@ Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
         if (auto start = found.table.function_start()) {
             if (*start > pc)
                 return Error(Errc::NotFound,
-                             to_hex(pc) + " is between functions: the next traceback table, at " + to_hex(at) +
-                                 ", is for the function at " + to_hex(*start),
+                             to_hex(pc) + " is between functions: the next traceback table, at " +
+                                 to_hex(at) + ", is for the function at " + to_hex(*start),
                              pc);
             found.function_start = start;
             found.start_source = FoundTable::StartSource::TbOffset;
@@ -191,14 +199,15 @@ Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
             found.start_source = FoundTable::StartSource::Symbol;
         }
         if (found.function_start) {
-            auto it = std::lower_bound(functions_.begin(), functions_.end(), *found.function_start,
-                                       [](const Function& f, std::uint64_t v) { return f.start < v; });
+            auto it =
+                std::lower_bound(functions_.begin(), functions_.end(), *found.function_start,
+                                 [](const Function& f, std::uint64_t v) { return f.start < v; });
             if (it != functions_.end() && it->start == *found.function_start) found.function = &*it;
         }
         return found;
     }
-    std::string why = "no traceback table within " + to_hex(limit - first) + " bytes after " + to_hex(pc) + " in " +
-                      range->name;
+    std::string why = "no traceback table within " + to_hex(limit - first) + " bytes after " +
+                      to_hex(pc) + " in " + range->name;
     if (last_problem) why += " (last zero word rejected: " + last_problem->what() + ")";
     return Error(Errc::NotFound, why, pc);
 }
@@ -226,7 +235,8 @@ bool TracebackIndex::never_returns(std::uint64_t target) const {
             std::int64_t disp = 0;
             if (op == 18) {
                 const std::uint32_t v = word & 0x03fffffcU;
-                disp = (v & 0x02000000U) != 0 ? static_cast<std::int64_t>(v) - 0x04000000 : std::int64_t{v};
+                disp = (v & 0x02000000U) != 0 ? static_cast<std::int64_t>(v) - 0x04000000
+                                              : std::int64_t{v};
             } else {
                 disp = std::int16_t(word & 0xfffcU);
             }
@@ -241,20 +251,24 @@ bool TracebackIndex::never_returns(std::uint64_t target) const {
 Expected<FrameAnalysis> TracebackIndex::analyse(const FoundTable& found) const {
     const CodeRange* range = range_of(*found.function_start);
     if (range == nullptr)
-        return Error(Errc::NotFound, "no executable code at " + to_hex(*found.function_start), *found.function_start);
+        return Error(Errc::NotFound, "no executable code at " + to_hex(*found.function_start),
+                     *found.function_start);
     struct Calls final : CallTargets {
         explicit Calls(const TracebackIndex& i) : index(i) {}
-        bool never_returns(std::uint64_t target) const override { return index.never_returns(target); }
+        bool never_returns(std::uint64_t target) const override {
+            return index.never_returns(target);
+        }
         const TracebackIndex& index;
     } calls(*this);
-    return FrameAnalysis::run(range->bytes, range->vaddr, *found.function_start, found.table, options_.analysis,
-                              &calls);
+    return FrameAnalysis::run(range->bytes, range->vaddr, *found.function_start, found.table,
+                              options_.analysis, &calls);
 }
 
 Expected<std::vector<RowDetail>> TracebackIndex::rows(const FoundTable& found, Split split) const {
     if (!found.function_start)
-        return Error(Errc::NotFound, "the function of the traceback table at " + to_hex(found.table.address) +
-                                         " has no known start (no tb_offset, no symbol)",
+        return Error(Errc::NotFound,
+                     "the function of the traceback table at " + to_hex(found.table.address) +
+                         " has no known start (no tb_offset, no symbol)",
                      found.table.address);
     std::optional<FrameAnalysis> analysis;
     std::optional<Error> why;
@@ -298,8 +312,9 @@ Expected<RowDetail> TracebackIndex::lookup_detail(std::uint64_t pc) const {
     // word: data, not an instruction, with no rules of its own (rows() ends
     // before it too).
     if (at == found->table.address)
-        return Error(Errc::NotFound, to_hex(pc) + " is the traceback table's zero word, not inside its function's code",
-                     pc);
+        return Error(
+            Errc::NotFound,
+            to_hex(pc) + " is the traceback table's zero word, not inside its function's code", pc);
     if (!found->function_start) {
         // No start, so no analysis: the body state, from the PC to the table.
         RowDetail d;
@@ -310,7 +325,8 @@ Expected<RowDetail> TracebackIndex::lookup_detail(std::uint64_t pc) const {
         d.row.pc_end = d.found.table.address;
         d.row.func_start = at;
         d.row.func_size = static_cast<std::uint32_t>(d.found.table.address - at);
-        d.analysis_error = Error(Errc::NotFound, "the function start is unknown (no tb_offset, no symbol)", pc);
+        d.analysis_error =
+            Error(Errc::NotFound, "the function start is unknown (no tb_offset, no symbol)", pc);
         return d;
     }
     if (pc != at) {
@@ -324,7 +340,8 @@ Expected<RowDetail> TracebackIndex::lookup_detail(std::uint64_t pc) const {
             d.row.pc_begin = at;
             d.row.pc_end = at + 4;
             d.row.func_start = *found->function_start;
-            d.row.func_size = static_cast<std::uint32_t>(found->table.address - *found->function_start);
+            d.row.func_size =
+                static_cast<std::uint32_t>(found->table.address - *found->function_start);
             d.found = std::move(*found);
             return d;
         }
@@ -352,14 +369,16 @@ Listing TracebackIndex::by_symbols() const {
     for (const auto& f : functions_) {
         auto found = find(f.start);
         if (!found) {
-            out.problems.emplace_back(found.error().code(), f.names.front() + ": " + found.error().what(), f.start);
+            out.problems.emplace_back(found.error().code(),
+                                      f.names.front() + ": " + found.error().what(), f.start);
             continue;
         }
         if (found->function_start && *found->function_start != f.start)
             out.problems.emplace_back(Errc::Malformed,
-                                      f.names.front() + ": the traceback table at " + to_hex(found->table.address) +
-                                          " gives function start " + to_hex(*found->function_start) +
-                                          ", the symbol " + to_hex(f.start),
+                                      f.names.front() + ": the traceback table at " +
+                                          to_hex(found->table.address) + " gives function start " +
+                                          to_hex(*found->function_start) + ", the symbol " +
+                                          to_hex(f.start),
                                       f.start);
         out.tables.push_back(std::move(*found));
     }
@@ -391,8 +410,8 @@ Listing TracebackIndex::by_scan() const {
                 if (*start < range.vaddr + resume) {
                     out.problems.emplace_back(Errc::Malformed,
                                               "traceback table at " + to_hex(found.table.address) +
-                                                  ": tb_offset puts the function start " + to_hex(*start) +
-                                                  " inside the previous function",
+                                                  ": tb_offset puts the function start " +
+                                                  to_hex(*start) + " inside the previous function",
                                               found.table.address);
                     continue;
                 }
@@ -403,19 +422,22 @@ Listing TracebackIndex::by_scan() const {
                 found.start_source = FoundTable::StartSource::Symbol;
             }
             if (found.function_start) {
-                auto it = std::lower_bound(functions_.begin(), functions_.end(), *found.function_start,
-                                           [](const Function& f, std::uint64_t v) { return f.start < v; });
-                if (it != functions_.end() && it->start == *found.function_start) found.function = &*it;
+                auto it = std::lower_bound(
+                    functions_.begin(), functions_.end(), *found.function_start,
+                    [](const Function& f, std::uint64_t v) { return f.start < v; });
+                if (it != functions_.end() && it->start == *found.function_start)
+                    found.function = &*it;
             } else if (found.table.size == optional_offset && is_all_zero(found.table)) {
                 // Twelve zero bytes are the whole table of a frameless leaf
                 // under -mtraceback=part, and also the zero padding after a
                 // linker stub (ppc64 .plt_call stubs): without a symbol,
                 // nothing tells them apart.
-                out.problems.emplace_back(Errc::NotFound,
-                                          "zero words at " + to_hex(found.table.address) +
-                                              " after code that no function symbol covers: padding, or an "
-                                              "all-zero table",
-                                          found.table.address);
+                out.problems.emplace_back(
+                    Errc::NotFound,
+                    "zero words at " + to_hex(found.table.address) +
+                        " after code that no function symbol covers: padding, or an "
+                        "all-zero table",
+                    found.table.address);
                 continue;
             }
             const std::uint64_t next = (off + found.table.size + 3) & ~std::uint64_t{3};

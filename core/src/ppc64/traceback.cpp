@@ -8,7 +8,9 @@
 namespace sfunwind::ppc64 {
 namespace {
 
-bool bit(std::uint8_t byte, unsigned n) { return ((static_cast<unsigned>(byte) >> n) & 1U) != 0; }
+bool bit(std::uint8_t byte, unsigned n) {
+    return ((static_cast<unsigned>(byte) >> n) & 1U) != 0;
+}
 
 // The eight mandatory bytes (3.3.1), bit 7 being the ABI's leftmost bit.
 void unpack_mandatory(const std::array<std::uint8_t, 8>& b, TracebackTable& t) {
@@ -43,7 +45,8 @@ void unpack_mandatory(const std::array<std::uint8_t, 8>& b, TracebackTable& t) {
 // beyond the non-volatile registers.
 const char* mandatory_problem(const TracebackTable& t) {
     if (t.version != 0) return "version is not 0";
-    if (t.lang > static_cast<std::uint8_t>(Language::Assembly) && t.lang < 0xfb) return "lang is a reserved code";
+    if (t.lang > static_cast<std::uint8_t>(Language::Assembly) && t.lang < 0xfb)
+        return "lang is a reserved code";
     if (t.log_abort) return "log_abort (reserved) is set";
     if (t.cl_dis_inv != 0) return "cl_dis_inv (reserved) is not 0";
     if (t.spare3 != 0) return "spare3 (reserved) is not 0";
@@ -53,14 +56,16 @@ const char* mandatory_problem(const TracebackTable& t) {
 }
 
 class Reader {
-public:
-    Reader(ByteView code, std::uint64_t vaddr, std::uint64_t offset) : code_(code), vaddr_(vaddr), at_(offset) {}
+  public:
+    Reader(ByteView code, std::uint64_t vaddr, std::uint64_t offset)
+        : code_(code), vaddr_(vaddr), at_(offset) {}
 
     template <typename T> Expected<T> next(const char* field) {
         T v{};
         if (!code_.load(at_, v))
-            return Error(Errc::Truncated, std::string("traceback table field ") + field + " at " +
-                                              to_hex(vaddr_ + at_) + " runs past the end of the code",
+            return Error(Errc::Truncated,
+                         std::string("traceback table field ") + field + " at " +
+                             to_hex(vaddr_ + at_) + " runs past the end of the code",
                          vaddr_ + at_);
         at_ += sizeof(T);
         return v;
@@ -70,7 +75,7 @@ public:
     std::uint64_t address() const { return vaddr_ + at_; }
     std::uint64_t offset() const { return at_; }
 
-private:
+  private:
     ByteView code_;
     std::uint64_t vaddr_;
     std::uint64_t at_;
@@ -84,8 +89,8 @@ Error malformed(const std::string& what, std::uint64_t address) {
 
 std::string language_name(std::uint8_t lang) {
     static constexpr std::array<const char*, 13> names = {
-        "C", "FORTRAN", "Pascal", "Ada", "PL/1", "Basic", "LISP",
-        "COBOL", "Modula2", "C++", "RPG", "PL.8", "Assembly"};
+        "C",     "FORTRAN", "Pascal", "Ada", "PL/1", "Basic",   "LISP",
+        "COBOL", "Modula2", "C++",    "RPG", "PL.8", "Assembly"};
     if (lang < names.size()) return names[lang];
     return std::string(lang >= 0xfb ? "IBM (" : "reserved (") + to_hex(lang) + ")";
 }
@@ -95,7 +100,8 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
     const std::uint64_t address = code_vaddr + offset;
     std::uint32_t zero = 1;
     if (!code.load(offset, zero))
-        return Error(Errc::Truncated, "traceback table at " + to_hex(address) + " runs past the end of the code",
+        return Error(Errc::Truncated,
+                     "traceback table at " + to_hex(address) + " runs past the end of the code",
                      address);
     if (zero != 0) return malformed("does not start with a zero word", address);
     // 3.3: "A traceback table is word-aligned."
@@ -104,7 +110,8 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
     std::array<std::uint8_t, 8> raw{};
     if (!code.contains(offset + mandatory_offset, raw.size()))
         return Error(Errc::Truncated,
-                     "traceback table at " + to_hex(address) + ": mandatory fields run past the end of the code",
+                     "traceback table at " + to_hex(address) +
+                         ": mandatory fields run past the end of the code",
                      address);
     for (std::size_t i = 0; i < raw.size(); ++i)
         raw[i] = code.bytes()[offset + mandatory_offset + i];
@@ -140,10 +147,12 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
         auto v = r.next<std::uint32_t>("tb_offset");
         if (!v) return std::move(v).error();
         if (*v == 0 || *v % 4 != 0)
-            return malformed("tb_offset " + to_hex(*v) + " (at " + to_hex(field) + ") is not a non-zero multiple of 4",
+            return malformed("tb_offset " + to_hex(*v) + " (at " + to_hex(field) +
+                                 ") is not a non-zero multiple of 4",
                              address);
         if (*v > offset)
-            return malformed("tb_offset " + to_hex(*v) + " puts the function start before the code at " +
+            return malformed("tb_offset " + to_hex(*v) +
+                                 " puts the function start before the code at " +
                                  to_hex(code_vaddr),
                              address);
         t.tb_offset = *v;
@@ -172,13 +181,14 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
         auto len = r.next<std::uint16_t>("name_len");
         if (!len) return std::move(len).error();
         if (*len > limits.max_name_len)
-            return malformed("name_len " + std::to_string(*len) + " (at " + to_hex(field) + ") exceeds the limit of " +
-                                 std::to_string(limits.max_name_len),
+            return malformed("name_len " + std::to_string(*len) + " (at " + to_hex(field) +
+                                 ") exceeds the limit of " + std::to_string(limits.max_name_len),
                              address);
         if (!code.contains(r.offset(), *len))
             return Error(Errc::Truncated,
-                         "traceback table at " + to_hex(address) + ": name of " + std::to_string(*len) +
-                             " bytes at " + to_hex(r.address()) + " runs past the end of the code",
+                         "traceback table at " + to_hex(address) + ": name of " +
+                             std::to_string(*len) + " bytes at " + to_hex(r.address()) +
+                             " runs past the end of the code",
                          address);
         std::string name;
         name.reserve(*len);
@@ -198,7 +208,8 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
     if (t.uses_alloca) {
         auto reg = r.next<std::uint8_t>("alloca_reg");
         if (!reg) return std::move(reg).error();
-        if (*reg > 31) return malformed("alloca_reg " + std::to_string(*reg) + " is not a GPR", address);
+        if (*reg > 31)
+            return malformed("alloca_reg " + std::to_string(*reg) + " is not a GPR", address);
         t.alloca_reg = *reg;
     }
     t.size = static_cast<std::uint32_t>(r.offset() - offset);

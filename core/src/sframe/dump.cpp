@@ -40,14 +40,20 @@ std::string reg_text(const RegRule& r, const Abi& abi, bool is_ra, bool flex, Du
     // v2 s390x "saved in register N" words (spec v2 erratum 1).
     if (!flex && r.kind == RegRule::Kind::ValReg) return format("r%d", r.reg);
     switch (r.kind) {
-    case RegRule::Kind::Undefined: return "U";
-    case RegRule::Kind::SameValue: return "u";
+    case RegRule::Kind::Undefined:
+        return "U";
+    case RegRule::Kind::SameValue:
+        return "u";
     case RegRule::Kind::AtCfa:
-        if (r.source == RegRule::Source::Header) return is_ra && style == DumpStyle::Binutils2_47 ? "f" : "u";
+        if (r.source == RegRule::Source::Header)
+            return is_ra && style == DumpStyle::Binutils2_47 ? "f" : "u";
         return format("c%+d", r.offset);
-    case RegRule::Kind::ValCfa: return format("c%+d", r.offset);
-    case RegRule::Kind::AtReg: return "(" + base_name(abi, r.reg) + format("%+d", r.offset) + ")";
-    case RegRule::Kind::ValReg: return base_name(abi, r.reg) + format("%+d", r.offset);
+    case RegRule::Kind::ValCfa:
+        return format("c%+d", r.offset);
+    case RegRule::Kind::AtReg:
+        return "(" + base_name(abi, r.reg) + format("%+d", r.offset) + ")";
+    case RegRule::Kind::ValReg:
+        return base_name(abi, r.reg) + format("%+d", r.offset);
     }
     return "?";
 }
@@ -64,20 +70,21 @@ std::string flags_text(std::uint8_t flags, DumpStyle style) {
         if ((flags & n.bit) == 0) continue;
         // binutils 2.40 copies each name over the previous one, so only the
         // last set flag shows; 2.45 on prints one per line.
-        if (style == DumpStyle::Binutils2_40) s.clear();
-        else if (!s.empty()) s += ",\n           ";
+        if (style == DumpStyle::Binutils2_40)
+            s.clear();
+        else if (!s.empty())
+            s += ",\n           ";
         s += n.name;
     }
     return s.empty() ? "NONE" : s;
 }
 
 class Dumper {
-public:
+  public:
     Dumper(const Section& s, const DumpOptions& o)
-        : s_(s), o_(o),
-          style_(o.style != DumpStyle::Auto    ? o.style
-                 : s.version() == Version::V1 ? DumpStyle::Binutils2_40
-                                              : DumpStyle::Binutils2_47) {}
+        : s_(s), o_(o), style_(o.style != DumpStyle::Auto   ? o.style
+                               : s.version() == Version::V1 ? DumpStyle::Binutils2_40
+                                                            : DumpStyle::Binutils2_47) {}
 
     std::string run() {
         const Header& h = s_.header();
@@ -86,17 +93,20 @@ public:
         out_ += format("    Version: SFRAME_VERSION_%u\n", static_cast<unsigned>(h.version));
         out_ += "    Flags: " + flags_text(h.flags, style_) + "\n";
         if (style_ == DumpStyle::Binutils2_47) {
-            if (h.cfa_fixed_fp_offset != 0) out_ += format("    CFA fixed FP offset: %d\n", h.cfa_fixed_fp_offset);
-            if (h.cfa_fixed_ra_offset != 0) out_ += format("    CFA fixed RA offset: %d\n", h.cfa_fixed_ra_offset);
+            if (h.cfa_fixed_fp_offset != 0)
+                out_ += format("    CFA fixed FP offset: %d\n", h.cfa_fixed_fp_offset);
+            if (h.cfa_fixed_ra_offset != 0)
+                out_ += format("    CFA fixed RA offset: %d\n", h.cfa_fixed_ra_offset);
         }
         out_ += format("    Num FDEs: %u\n", h.num_fdes);
         out_ += format("    Num FREs: %u\n", h.num_fres);
         out_ += "\n  Function Index :\n";
-        for (std::uint32_t i = 0; i < h.num_fdes; ++i) function(i);
+        for (std::uint32_t i = 0; i < h.num_fdes; ++i)
+            function(i);
         return std::move(out_);
     }
 
-private:
+  private:
     void function(std::uint32_t i) {
         out_ += "\n";
         auto f = s_.fde(i);
@@ -105,7 +115,8 @@ private:
             return;
         }
         const Fde& fde = *f;
-        out_ += format("    func idx [%u]: pc = 0x%" PRIx64 ", size = %u bytes", i, fde.start, fde.size);
+        out_ += format("    func idx [%u]: pc = 0x%" PRIx64 ", size = %u bytes", i, fde.start,
+                       fde.size);
         std::string attr;
         if (fde.signal) attr += "S";
         if (fde.fde_type == FdeType::Flex) attr += "F";
@@ -152,6 +163,8 @@ private:
 
 } // namespace
 
-std::string dump(const Section& section, const DumpOptions& options) { return Dumper(section, options).run(); }
+std::string dump(const Section& section, const DumpOptions& options) {
+    return Dumper(section, options).run();
+}
 
 } // namespace sfunwind::sframe

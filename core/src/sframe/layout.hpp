@@ -7,7 +7,6 @@
 #include "sfunwind/sframe/section.hpp"
 
 #include <boost/endian/conversion.hpp>
-
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -27,10 +26,10 @@ struct Geometry {
 
 struct Layout {
     Version version;
-    std::uint32_t fde_size;     // bytes per FDE (v3: per FDE index record)
-    std::uint8_t valid_flags;   // section flags this version defines
-    bool allows_s390x;          // s390x arrived with v2 erratum 1
-    bool has_rep_size;          // PC-mask FDEs carry a repeat block size (v2 on)
+    std::uint32_t fde_size;   // bytes per FDE (v3: per FDE index record)
+    std::uint8_t valid_flags; // section flags this version defines
+    bool allows_s390x;        // s390x arrived with v2 erratum 1
+    bool has_rep_size;        // PC-mask FDEs carry a repeat block size (v2 on)
     // The repeat block size a PC-mask FDE has when the version stores none
     // (v1: the ABI's PLT entry size), 0 when the version defines none for
     // the ABI. Decoders put it in Fde::rep_size; the writer checks it.
@@ -62,7 +61,7 @@ struct Layout {
 // inside it. A lookup reads one or two such records per call, and a check
 // per field was a measurable part of its time.
 template <std::size_t Size> class Record {
-public:
+  public:
     // False when the view does not hold all Size bytes at `offset`.
     bool read(const ByteView& view, std::uint64_t offset) noexcept {
         if (!view.contains(offset, Size)) return false;
@@ -77,7 +76,7 @@ public:
                        : boost::endian::endian_load<T, N, order::big>(bytes_ + Field);
     }
 
-private:
+  private:
     const std::uint8_t* bytes_ = nullptr;
     bool little_ = true;
 };
@@ -88,12 +87,15 @@ private:
 // with Explain, which keeps the Error. `what` is a callable that builds the
 // message. Both also pass on an Error that a Status-returning step made.
 struct Quiet {
-    template <typename What> bool operator()(Errc, const What&, std::uint64_t) const noexcept { return false; }
+    template <typename What> bool operator()(Errc, const What&, std::uint64_t) const noexcept {
+        return false;
+    }
     bool operator()(Error&&) const noexcept { return false; }
 };
 struct Explain {
     std::optional<Error>& error;
-    template <typename What> bool operator()(Errc code, const What& what, std::uint64_t where) const {
+    template <typename What>
+    bool operator()(Errc code, const What& what, std::uint64_t where) const {
         error.emplace(code, what(), where);
         return false;
     }
@@ -126,31 +128,35 @@ template <typename Report>
 bool check_fde(const Layout& layout, const Fde& f, std::uint64_t fre_sub, std::uint32_t fre_len,
                const Report& fail) {
     if (f.fre_type > FreType::Addr4)
-        return fail(Errc::Malformed,
-                    [&] {
-                        return "FDE " + std::to_string(f.index) + ": invalid FRE type " +
-                               std::to_string(static_cast<unsigned>(f.fre_type));
-                    },
-                    f.attr_offset);
+        return fail(
+            Errc::Malformed,
+            [&] {
+                return "FDE " + std::to_string(f.index) + ": invalid FRE type " +
+                       std::to_string(static_cast<unsigned>(f.fre_type));
+            },
+            f.attr_offset);
     if (f.fde_type > FdeType::Flex)
-        return fail(Errc::Unsupported,
-                    [&] {
-                        return "FDE " + std::to_string(f.index) + ": unknown FDE type " +
-                               std::to_string(static_cast<unsigned>(f.fde_type));
-                    },
-                    f.attr_offset);
+        return fail(
+            Errc::Unsupported,
+            [&] {
+                return "FDE " + std::to_string(f.index) + ": unknown FDE type " +
+                       std::to_string(static_cast<unsigned>(f.fde_type));
+            },
+            f.attr_offset);
     if (f.pc_type == PcType::Mask && f.rep_size == 0 && f.num_fres > 0 && layout.has_rep_size)
-        return fail(Errc::Malformed,
-                    [&] { return "FDE " + std::to_string(f.index) + ": PC-mask FDE with repeat size 0"; },
-                    f.attr_offset);
+        return fail(
+            Errc::Malformed,
+            [&] { return "FDE " + std::to_string(f.index) + ": PC-mask FDE with repeat size 0"; },
+            f.attr_offset);
     if (f.num_fres > 0 && f.fres_begin > fre_sub + fre_len)
-        return fail(Errc::Malformed,
-                    [&] {
-                        return "FDE " + std::to_string(f.index) + ": FREs start at FRE offset " +
-                               std::to_string(f.fre_offset) + ", past the FRE sub-section (" +
-                               std::to_string(fre_len) + " bytes)";
-                    },
-                    f.entry_offset);
+        return fail(
+            Errc::Malformed,
+            [&] {
+                return "FDE " + std::to_string(f.index) + ": FREs start at FRE offset " +
+                       std::to_string(f.fre_offset) + ", past the FRE sub-section (" +
+                       std::to_string(fre_len) + " bytes)";
+            },
+            f.entry_offset);
     return true;
 }
 

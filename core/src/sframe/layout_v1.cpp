@@ -26,7 +26,9 @@ constexpr std::uint32_t fde_size = 17;
 // the same size for its mask), so the rows repeat every 16 bytes. No size
 // is implied for AArch64: ld 2.40 writes no SFrame for the AArch64 PLT, and
 // its entries are 16 or 24 bytes (BTI).
-std::uint8_t implied_rep_size(AbiArch abi) { return abi == AbiArch::Amd64Little ? 16 : 0; }
+std::uint8_t implied_rep_size(AbiArch abi) {
+    return abi == AbiArch::Amd64Little ? 16 : 0;
+}
 
 template <typename Report>
 bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
@@ -36,7 +38,9 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
     const auto at = f.entry_offset;
     Record<fde_size> entry;
     if (!entry.read(g.view, at))
-        return fail(Errc::Truncated, [&] { return "FDE " + std::to_string(index) + " runs past the section"; }, at);
+        return fail(
+            Errc::Truncated,
+            [&] { return "FDE " + std::to_string(index) + " runs past the section"; }, at);
     const auto start = entry.get<std::int32_t, 0>();
     f.size = entry.get<std::uint32_t, 4>();
     f.fre_offset = entry.get<std::uint32_t, 8>();
@@ -57,9 +61,16 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
 } // namespace
 
 extern const Layout layout_v1;
-const Layout layout_v1{Version::V1, fde_size, flag::fde_sorted | flag::frame_pointer,
-                       /*allows_s390x=*/false, /*has_rep_size=*/false, implied_rep_size,
-                       /*s390x_regnum_words=*/false, /*empty_fde_is_outermost=*/false,
-                       /*start_field_size=*/4, explained<read<Explain>>, quiet<read<Quiet>>};
+const Layout layout_v1{Version::V1,
+                       fde_size,
+                       flag::fde_sorted | flag::frame_pointer,
+                       /*allows_s390x=*/false,
+                       /*has_rep_size=*/false,
+                       implied_rep_size,
+                       /*s390x_regnum_words=*/false,
+                       /*empty_fde_is_outermost=*/false,
+                       /*start_field_size=*/4,
+                       explained<read<Explain>>,
+                       quiet<read<Quiet>>};
 
 } // namespace sfunwind::sframe

@@ -27,7 +27,9 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
     const auto at = f.entry_offset;
     Record<18> entry; // the fields up to sfde_func_rep_size; the padding is not read
     if (!entry.read(g.view, at))
-        return fail(Errc::Truncated, [&] { return "FDE " + std::to_string(index) + " runs past the section"; }, at);
+        return fail(
+            Errc::Truncated,
+            [&] { return "FDE " + std::to_string(index) + " runs past the section"; }, at);
     const auto start = entry.get<std::int32_t, 0>();
     f.size = entry.get<std::uint32_t, 4>();
     f.fre_offset = entry.get<std::uint32_t, 8>();
@@ -44,10 +46,16 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
 } // namespace
 
 extern const Layout layout_v2;
-const Layout layout_v2{Version::V2, fde_size,
+const Layout layout_v2{Version::V2,
+                       fde_size,
                        flag::fde_sorted | flag::frame_pointer | flag::fde_func_start_pcrel,
-                       /*allows_s390x=*/true, /*has_rep_size=*/true, no_implied_rep_size,
-                       /*s390x_regnum_words=*/true, /*empty_fde_is_outermost=*/false,
-                       /*start_field_size=*/4, explained<read<Explain>>, quiet<read<Quiet>>};
+                       /*allows_s390x=*/true,
+                       /*has_rep_size=*/true,
+                       no_implied_rep_size,
+                       /*s390x_regnum_words=*/true,
+                       /*empty_fde_is_outermost=*/false,
+                       /*start_field_size=*/4,
+                       explained<read<Explain>>,
+                       quiet<read<Quiet>>};
 
 } // namespace sfunwind::sframe

@@ -30,8 +30,9 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
     const auto at = f.entry_offset;
     Record<fde_size> entry;
     if (!entry.read(g.view, at))
-        return fail(Errc::Truncated, [&] { return "FDE index " + std::to_string(index) + " runs past the section"; },
-                    at);
+        return fail(
+            Errc::Truncated,
+            [&] { return "FDE index " + std::to_string(index) + " runs past the section"; }, at);
     f.start_field = entry.get<std::int64_t, 0>();
     f.size = entry.get<std::uint32_t, 8>();
     f.fre_offset = entry.get<std::uint32_t, 12>();
@@ -39,17 +40,20 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
 
     // The attribute record must lie inside the FRE sub-section.
     if (f.fre_offset > g.fre_len || g.fre_len - f.fre_offset < attr_size)
-        return fail(Errc::Malformed,
-                    [&] {
-                        return "FDE " + std::to_string(index) + ": attribute record at FRE offset " +
-                               std::to_string(f.fre_offset) + " is outside the FRE sub-section";
-                    },
-                    at + 12);
+        return fail(
+            Errc::Malformed,
+            [&] {
+                return "FDE " + std::to_string(index) + ": attribute record at FRE offset " +
+                       std::to_string(f.fre_offset) + " is outside the FRE sub-section";
+            },
+            at + 12);
     f.attr_offset = g.fre_sub + f.fre_offset;
     Record<attr_size> attr;
     if (!attr.read(g.view, f.attr_offset))
-        return fail(Errc::Truncated, [] { return std::string("FDE attribute record runs past the section"); },
-                    f.attr_offset);
+        return fail(
+            Errc::Truncated,
+            [] { return std::string("FDE attribute record runs past the section"); },
+            f.attr_offset);
     f.num_fres = attr.get<std::uint16_t, 0>();
     f.info = attr.get<std::uint8_t, 2>();
     f.info2 = attr.get<std::uint8_t, 3>();
@@ -64,9 +68,16 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
 } // namespace
 
 extern const Layout layout_v3;
-const Layout layout_v3{Version::V3, fde_size, flag::fde_sorted | flag::fde_func_start_pcrel,
-                       /*allows_s390x=*/true, /*has_rep_size=*/true, no_implied_rep_size,
-                       /*s390x_regnum_words=*/false, /*empty_fde_is_outermost=*/true,
-                       /*start_field_size=*/8, explained<read<Explain>>, quiet<read<Quiet>>};
+const Layout layout_v3{Version::V3,
+                       fde_size,
+                       flag::fde_sorted | flag::fde_func_start_pcrel,
+                       /*allows_s390x=*/true,
+                       /*has_rep_size=*/true,
+                       no_implied_rep_size,
+                       /*s390x_regnum_words=*/false,
+                       /*empty_fde_is_outermost=*/true,
+                       /*start_field_size=*/8,
+                       explained<read<Explain>>,
+                       quiet<read<Quiet>>};
 
 } // namespace sfunwind::sframe

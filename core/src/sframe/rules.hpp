@@ -25,9 +25,10 @@ struct RuleContext {
 // then (the section is corrupt).
 inline std::optional<std::int32_t> decode_cfa_offset(const Abi& abi, std::int32_t word) {
     if (abi.arch != Arch::S390x) return word;
-    const std::int64_t offset = std::int64_t{word} * s390x::cfa_offset_alignment_factor -
-                                s390x::cfa_offset_adjustment;
-    if (offset < std::numeric_limits<std::int32_t>::min() || offset > std::numeric_limits<std::int32_t>::max())
+    const std::int64_t offset =
+        std::int64_t{word} * s390x::cfa_offset_alignment_factor - s390x::cfa_offset_adjustment;
+    if (offset < std::numeric_limits<std::int32_t>::min() ||
+        offset > std::numeric_limits<std::int32_t>::max())
         return std::nullopt;
     return static_cast<std::int32_t>(offset);
 }
@@ -38,7 +39,7 @@ inline std::optional<std::int32_t> decode_cfa_offset(const Abi& abi, std::int32_
 struct FreWords {
     const std::int32_t* words; // sign-extended; word_count of them
     unsigned word_count;
-    unsigned word_size;        // bytes: 1, 2 or 4
+    unsigned word_size; // bytes: 1, 2 or 4
     bool cfa_base_fp;
 
     static FreWords of(const Fre& fre) {

@@ -20,7 +20,8 @@ Error bad(const RuleContext& ctx, const std::string& what) {
 RegRule saved_register(const RuleContext& ctx, std::int32_t word, Row& row) {
     if (ctx.abi.arch == Arch::S390x && ctx.layout.s390x_regnum_words && (word & 1) != 0) {
         row.topmost_only = true;
-        return RegRule{RegRule::Kind::ValReg, static_cast<std::uint16_t>(word >> 1), 0, RegRule::Source::Fre};
+        return RegRule{RegRule::Kind::ValReg, static_cast<std::uint16_t>(word >> 1), 0,
+                       RegRule::Source::Fre};
     }
     return RegRule::at_cfa(word);
 }
@@ -38,7 +39,8 @@ Status read_default_rules(const RuleContext& ctx, const FreWords& fre, Row& row)
     }
     const auto cfa_offset = decode_cfa_offset(abi, fre.words[0]);
     if (!cfa_offset)
-        return bad(ctx, "CFA offset word " + std::to_string(fre.words[0]) + " is beyond a 32-bit offset once scaled");
+        return bad(ctx, "CFA offset word " + std::to_string(fre.words[0]) +
+                            " is beyond a 32-bit offset once scaled");
     row.cfa = CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, *cfa_offset, false};
 
     unsigned next = 1;
@@ -71,8 +73,8 @@ Status read_default_rules(const RuleContext& ctx, const FreWords& fre, Row& row)
         row.fp = RegRule::same_value();
 
     if (fre.word_count > next)
-        return bad(ctx, std::to_string(fre.word_count) + " data words; a default FDE uses at most " +
-                            std::to_string(next));
+        return bad(ctx, std::to_string(fre.word_count) +
+                            " data words; a default FDE uses at most " + std::to_string(next));
     return ok();
 }
 

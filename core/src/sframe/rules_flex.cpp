@@ -28,13 +28,17 @@ Error bad(const RuleContext& ctx, const std::string& what) {
     return Error(Errc::Malformed, "flexible FRE: " + what, ctx.fre_offset);
 }
 
-bool plain_register(const Abi& abi, std::uint16_t reg) { return reg == abi.sp_reg || reg == abi.fp_reg; }
+bool plain_register(const Abi& abi, std::uint16_t reg) {
+    return reg == abi.sp_reg || reg == abi.fp_reg;
+}
 
 RegRule rule(const Abi& abi, Control c, std::int32_t offset, Row& row) {
     if (!c.reg_p)
-        return RegRule{c.deref_p ? RegRule::Kind::AtCfa : RegRule::Kind::ValCfa, 0, offset, RegRule::Source::Fre};
+        return RegRule{c.deref_p ? RegRule::Kind::AtCfa : RegRule::Kind::ValCfa, 0, offset,
+                       RegRule::Source::Fre};
     if (!plain_register(abi, c.regnum)) row.topmost_only = true;
-    return RegRule{c.deref_p ? RegRule::Kind::AtReg : RegRule::Kind::ValReg, c.regnum, offset, RegRule::Source::Fre};
+    return RegRule{c.deref_p ? RegRule::Kind::AtReg : RegRule::Kind::ValReg, c.regnum, offset,
+                   RegRule::Source::Fre};
 }
 
 RegRule default_ra(const RuleContext& ctx, Row& row, RegRule::Source src) {
@@ -65,10 +69,13 @@ Status read_flex_rules(const RuleContext& ctx, const FreWords& fre, Row& row) {
     if (n < 2) return bad(ctx, "1 data word; the CFA rule needs a control and an offset word");
     const Control cfa = control(fre.uword(0));
     // Appendix A: CFA recovery must always name a base register.
-    if (!cfa.reg_p) return bad(ctx, "CFA control word " + std::to_string(fre.uword(0)) + " has no base register");
+    if (!cfa.reg_p)
+        return bad(ctx,
+                   "CFA control word " + std::to_string(fre.uword(0)) + " has no base register");
     const auto cfa_offset = decode_cfa_offset(abi, fre.words[1]);
     if (!cfa_offset)
-        return bad(ctx, "CFA offset word " + std::to_string(fre.words[1]) + " is beyond a 32-bit offset once scaled");
+        return bad(ctx, "CFA offset word " + std::to_string(fre.words[1]) +
+                            " is beyond a 32-bit offset once scaled");
     row.cfa = CfaRule{cfa.regnum, *cfa_offset, cfa.deref_p};
     if (!plain_register(abi, cfa.regnum)) row.topmost_only = true;
 
@@ -97,7 +104,8 @@ Status read_flex_rules(const RuleContext& ctx, const FreWords& fre, Row& row) {
         if (padded) ++i;
         row.fp = default_fp(ctx, padded ? RegRule::Source::Padding : RegRule::Source::Absent);
     }
-    if (i != n) return bad(ctx, std::to_string(n) + " data words; " + std::to_string(i) + " were expected");
+    if (i != n)
+        return bad(ctx, std::to_string(n) + " data words; " + std::to_string(i) + " were expected");
     return ok();
 }
 

@@ -14,10 +14,14 @@ namespace {
 
 const Abi* abi_of(AbiArch arch) {
     switch (arch) {
-    case AbiArch::AArch64Big: return &abi_aarch64(ByteOrder::Big);
-    case AbiArch::AArch64Little: return &abi_aarch64(ByteOrder::Little);
-    case AbiArch::Amd64Little: return &abi_amd64();
-    case AbiArch::S390xBig: return &abi_s390x();
+    case AbiArch::AArch64Big:
+        return &abi_aarch64(ByteOrder::Big);
+    case AbiArch::AArch64Little:
+        return &abi_aarch64(ByteOrder::Little);
+    case AbiArch::Amd64Little:
+        return &abi_amd64();
+    case AbiArch::S390xBig:
+        return &abi_s390x();
     }
     return nullptr;
 }
@@ -27,15 +31,20 @@ const Abi* abi_of(AbiArch arch) {
 Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint64_t vaddr) {
     // Spec v3 section 2.1.1: the magic tells the byte order.
     if (bytes.size() < 4)
-        return Error(Errc::Truncated, "section is " + std::to_string(bytes.size()) +
-                                          " bytes, too short for the SFrame preamble", 0);
+        return Error(Errc::Truncated,
+                     "section is " + std::to_string(bytes.size()) +
+                         " bytes, too short for the SFrame preamble",
+                     0);
     ByteOrder order;
     if (bytes[0] == 0xe2 && bytes[1] == 0xde)
         order = ByteOrder::Little;
     else if (bytes[0] == 0xde && bytes[1] == 0xe2)
         order = ByteOrder::Big;
     else
-        return Error(Errc::BadMagic, "bad SFrame magic " + to_hex(std::uint64_t{bytes[0]} | std::uint64_t{bytes[1]} << 8U), 0);
+        return Error(Errc::BadMagic,
+                     "bad SFrame magic " +
+                         to_hex(std::uint64_t{bytes[0]} | std::uint64_t{bytes[1]} << 8U),
+                     0);
 
     Section s;
     s.view_ = ByteView(bytes, order);
@@ -48,8 +57,10 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
     h.version = s.layout_->version;
     h.flags = bytes[3];
     if (bytes.size() < header_size)
-        return Error(Errc::Truncated, "section is " + std::to_string(bytes.size()) +
-                                          " bytes, too short for the 28-byte SFrame header", 0);
+        return Error(Errc::Truncated,
+                     "section is " + std::to_string(bytes.size()) +
+                         " bytes, too short for the 28-byte SFrame header",
+                     0);
     std::uint8_t abi = 0;
     (void)s.view_.load(4, abi);
     (void)s.view_.load(5, h.cfa_fixed_fp_offset);
@@ -62,11 +73,15 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
     (void)s.view_.load(24, h.freoff);
 
     if ((h.flags & ~s.layout_->valid_flags) != 0)
-        return Error(Errc::Malformed, "flags " + to_hex(h.flags) + " not defined for SFrame version " +
-                                          std::to_string(version), 3);
+        return Error(Errc::Malformed,
+                     "flags " + to_hex(h.flags) + " not defined for SFrame version " +
+                         std::to_string(version),
+                     3);
     if (abi < 1 || abi > 4 || (abi == 4 && !s.layout_->allows_s390x))
-        return Error(Errc::Unsupported, "unknown ABI/arch " + std::to_string(abi) +
-                                            " for SFrame version " + std::to_string(version), 4);
+        return Error(Errc::Unsupported,
+                     "unknown ABI/arch " + std::to_string(abi) + " for SFrame version " +
+                         std::to_string(version),
+                     4);
     h.abi_arch = static_cast<AbiArch>(abi);
     s.abi_ = abi_of(h.abi_arch);
 
@@ -76,30 +91,41 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
     s.fde_sub_ = end_of_header + h.fdeoff;
     s.fre_sub_ = end_of_header + h.freoff;
     if (!s.view_.contains(0, end_of_header))
-        return Error(Errc::Truncated, "auxiliary header of " + std::to_string(h.auxhdr_len) +
-                                          " bytes runs past the section", 7);
+        return Error(Errc::Truncated,
+                     "auxiliary header of " + std::to_string(h.auxhdr_len) +
+                         " bytes runs past the section",
+                     7);
     if (s.fde_sub_ > bytes.size())
-        return Error(Errc::Truncated, "FDE sub-section offset " + to_hex(h.fdeoff) + " points past the end of the " +
-                                          std::to_string(bytes.size()) + "-byte section", 20);
+        return Error(Errc::Truncated,
+                     "FDE sub-section offset " + to_hex(h.fdeoff) + " points past the end of the " +
+                         std::to_string(bytes.size()) + "-byte section",
+                     20);
     if (s.fre_sub_ > bytes.size())
-        return Error(Errc::Truncated, "FRE sub-section offset " + to_hex(h.freoff) + " points past the end of the " +
-                                          std::to_string(bytes.size()) + "-byte section", 24);
+        return Error(Errc::Truncated,
+                     "FRE sub-section offset " + to_hex(h.freoff) + " points past the end of the " +
+                         std::to_string(bytes.size()) + "-byte section",
+                     24);
     const std::uint64_t fde_bytes = std::uint64_t{h.num_fdes} * s.layout_->fde_size;
     if (!s.view_.contains(s.fde_sub_, fde_bytes))
-        return Error(Errc::Truncated, std::to_string(h.num_fdes) + " FDEs at offset " + to_hex(s.fde_sub_) +
-                                          " need " + std::to_string(fde_bytes) + " bytes; the section has " +
-                                          std::to_string(bytes.size()), 8);
+        return Error(Errc::Truncated,
+                     std::to_string(h.num_fdes) + " FDEs at offset " + to_hex(s.fde_sub_) +
+                         " need " + std::to_string(fde_bytes) + " bytes; the section has " +
+                         std::to_string(bytes.size()),
+                     8);
     if (!s.view_.contains(s.fre_sub_, h.fre_len))
-        return Error(Errc::Truncated, "FRE sub-section at offset " + to_hex(s.fre_sub_) + " of " +
-                                          std::to_string(h.fre_len) + " bytes runs past the section (" +
-                                          std::to_string(bytes.size()) + " bytes)", 16);
+        return Error(Errc::Truncated,
+                     "FRE sub-section at offset " + to_hex(s.fre_sub_) + " of " +
+                         std::to_string(h.fre_len) + " bytes runs past the section (" +
+                         std::to_string(bytes.size()) + " bytes)",
+                     16);
 
     s.build_indexes();
     return s;
 }
 
 Geometry Section::geometry() const noexcept {
-    return Geometry{view_, vaddr_, fde_sub_, fre_sub_, header_.fre_len, header_.pcrel(), header_.abi_arch};
+    return Geometry{view_,           vaddr_,          fde_sub_,        fre_sub_,
+                    header_.fre_len, header_.pcrel(), header_.abi_arch};
 }
 
 std::uint64_t Section::start_of(std::uint32_t index) const noexcept {
@@ -117,12 +143,13 @@ std::uint64_t Section::start_of(std::uint32_t index) const noexcept {
 
 Status Section::decode_fde(std::uint32_t index, Fde& out) const {
     if (index >= header_.num_fdes)
-        return Error(Errc::NotFound, "FDE " + std::to_string(index) + " out of range (the section has " +
+        return Error(Errc::NotFound, "FDE " + std::to_string(index) +
+                                         " out of range (the section has " +
                                          std::to_string(header_.num_fdes) + ")");
-    if (auto st = layout_->decode_fde(geometry(), index, out); !st)
-        return st;
+    if (auto st = layout_->decode_fde(geometry(), index, out); !st) return st;
     std::optional<Error> error;
-    if (!check_fde(*layout_, out, fre_sub_, header_.fre_len, Explain{error})) return std::move(*error);
+    if (!check_fde(*layout_, out, fre_sub_, header_.fre_len, Explain{error}))
+        return std::move(*error);
     return ok();
 }
 
@@ -135,34 +162,38 @@ Expected<Fde> Section::fde(std::uint32_t index) const {
 Status Section::decode_fre(const Fde& fde, std::uint64_t offset, Fre& fre) const {
     // FREs must lie inside the FRE sub-section (spec v3 section 2.4).
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
-    if (offset < fre_sub_)
-        return Error(Errc::Malformed, "FRE before the FRE sub-section", offset);
+    if (offset < fre_sub_) return Error(Errc::Malformed, "FRE before the FRE sub-section", offset);
     if (offset >= frev.size())
         // Past the end: the FDE's FRE count promises more than there is, so
         // point at the count (spec v3 section 2.3.2; v1/v2 keep it at 0x0c).
-        return Error(Errc::Truncated, "FDE " + std::to_string(fde.index) + " claims " +
-                                          std::to_string(fde.num_fres) + " FREs, but the FRE sub-section ends at " +
-                                          to_hex(frev.size()) + " before all of them",
+        return Error(Errc::Truncated,
+                     "FDE " + std::to_string(fde.index) + " claims " +
+                         std::to_string(fde.num_fres) + " FREs, but the FRE sub-section ends at " +
+                         to_hex(frev.size()) + " before all of them",
                      fde.attr_offset == fde.entry_offset ? fde.entry_offset + 12 : fde.attr_offset);
     fre.offset = offset;
     const unsigned start_width = 1U << static_cast<unsigned>(fde.fre_type);
-    if (!frev.load_sized(offset, start_width, fre.start) || !frev.load(offset + start_width, fre.info))
-        return Error(Errc::Truncated, "FRE of FDE " + std::to_string(fde.index) +
-                                          " runs past the FRE sub-section", offset);
+    if (!frev.load_sized(offset, start_width, fre.start) ||
+        !frev.load(offset + start_width, fre.info))
+        return Error(Errc::Truncated,
+                     "FRE of FDE " + std::to_string(fde.index) + " runs past the FRE sub-section",
+                     offset);
     // FRE info byte (spec v3 section 2.4.1).
     fre.cfa_base_fp = (fre.info & 0x1U) == 0; // SFRAME_BASE_REG_FP is 0, SP is 1
     fre.word_count = static_cast<std::uint8_t>((fre.info >> 1U) & 0xfU);
     const unsigned size_code = (fre.info >> 5U) & 0x3U;
     fre.mangled_ra = (fre.info & 0x80U) != 0;
     if (size_code == 3)
-        return Error(Errc::Malformed, "FRE of FDE " + std::to_string(fde.index) +
-                                          ": invalid data word size code 3", offset + start_width);
+        return Error(Errc::Malformed,
+                     "FRE of FDE " + std::to_string(fde.index) + ": invalid data word size code 3",
+                     offset + start_width);
     fre.word_size = static_cast<std::uint8_t>(1U << size_code);
     std::uint64_t at = offset + start_width + 1;
     for (unsigned i = 0; i < fre.word_count; ++i, at += fre.word_size)
         if (!frev.load_sized(at, fre.word_size, fre.words[i]))
-            return Error(Errc::Truncated, "data word " + std::to_string(i) + " of an FRE of FDE " +
-                                              std::to_string(fde.index) + " runs past the FRE sub-section",
+            return Error(Errc::Truncated,
+                         "data word " + std::to_string(i) + " of an FRE of FDE " +
+                             std::to_string(fde.index) + " runs past the FRE sub-section",
                          offset);
     fre.size = static_cast<std::uint32_t>(at - offset);
     return ok();
@@ -186,9 +217,9 @@ Expected<std::vector<Fre>> Section::fres(const Fde& fde) const {
     return out;
 }
 
-Status Section::fill_row(const Fde& fde, std::uint64_t fre_offset, std::uint32_t fre_start, bool mangled_ra,
-                         const FreWords& words, std::uint32_t fre_index, std::uint64_t next_start,
-                         Row& row) const {
+Status Section::fill_row(const Fde& fde, std::uint64_t fre_offset, std::uint32_t fre_start,
+                         bool mangled_ra, const FreWords& words, std::uint32_t fre_index,
+                         std::uint64_t next_start, Row& row) const {
     row.func_start = fde.start;
     row.func_size = fde.size;
     row.fde_index = fde.index;
@@ -200,13 +231,15 @@ Status Section::fill_row(const Fde& fde, std::uint64_t fre_offset, std::uint32_t
     row.pc_mask = fde.pc_type == PcType::Mask;
     row.mangled_ra = mangled_ra;
     const RuleContext ctx{*abi_, header_, *layout_, fre_offset};
-    return fde.fde_type == FdeType::Flex ? read_flex_rules(ctx, words, row) : read_default_rules(ctx, words, row);
+    return fde.fde_type == FdeType::Flex ? read_flex_rules(ctx, words, row)
+                                         : read_default_rules(ctx, words, row);
 }
 
 Expected<Row> Section::row(const Fde& fde, const Fre& fre, std::uint32_t fre_index,
                            std::uint64_t next_start) const {
     Row row;
-    if (auto st = fill_row(fde, fre.offset, fre.start, fre.mangled_ra, FreWords::of(fre), fre_index, next_start, row);
+    if (auto st = fill_row(fde, fre.offset, fre.start, fre.mangled_ra, FreWords::of(fre), fre_index,
+                           next_start, row);
         !st)
         return std::move(st).error();
     return row;

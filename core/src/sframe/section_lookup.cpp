@@ -14,15 +14,13 @@
 // builds no message, so a successful lookup never touches a std::string;
 // only when that fails is it run again with Explain, to say what went wrong
 // and where (layout.hpp).
-#include "sfunwind/sframe/section.hpp"
-
 #include "layout.hpp"
 #include "rules.hpp"
-
-#include <boost/endian/conversion.hpp>
+#include "sfunwind/sframe/section.hpp"
 
 #include <algorithm>
 #include <array>
+#include <boost/endian/conversion.hpp>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -38,7 +36,7 @@ namespace {
 // from its own address.
 struct Starts {
     ByteView view;
-    std::uint64_t first;        // section offset of FDE 0's start field
+    std::uint64_t first; // section offset of FDE 0's start field
     std::uint64_t vaddr;
     std::uint64_t pcrel;        // all ones with PC-relative starts, else 0
     const std::uint32_t* order; // FDE indices in start order; null: in place
@@ -53,9 +51,10 @@ template <typename Field, std::uint64_t Stride, boost::endian::order Order> stru
         const auto bytes = s.view.bytes();
         // Always true: parse() checked that num_fdes records fit. Checked
         // anyway, at the price of one predictable branch.
-        const Field field = at <= bytes.size() && bytes.size() - at >= sizeof(Field)
-                                ? boost::endian::endian_load<Field, sizeof(Field), Order>(bytes.data() + at)
-                                : Field{0};
+        const Field field =
+            at <= bytes.size() && bytes.size() - at >= sizeof(Field)
+                ? boost::endian::endian_load<Field, sizeof(Field), Order>(bytes.data() + at)
+                : Field{0};
         return s.vaddr + (at & s.pcrel) + static_cast<std::uint64_t>(std::int64_t{field});
     }
 };
@@ -78,7 +77,8 @@ struct AnyStartAt {
 
 // Calls f with the start reader for this layout (v3: 8-byte fields in
 // 16-byte index records; v2: 4 in 20; v1: 4 in 17) and byte order.
-template <boost::endian::order Order, typename F> void with_start_reader(const Layout& layout, F&& f) {
+template <boost::endian::order Order, typename F>
+void with_start_reader(const Layout& layout, F&& f) {
     if (layout.start_field_size == 8 && layout.fde_size == 16)
         f(StartAt<std::int64_t, 16, Order>{});
     else if (layout.start_field_size == 4 && layout.fde_size == 20)
@@ -100,8 +100,8 @@ template <typename F> void with_start_reader(const Layout& layout, ByteOrder ord
 // the one data-dependent choice per step is a conditional move, not a
 // branch that random PCs would mispredict half of the time.
 template <bool Indexed, typename Start>
-std::uint32_t count_at_or_below(const Starts& s, const Start& start, std::uint32_t lo, std::uint32_t n,
-                                std::uint64_t pc) {
+std::uint32_t count_at_or_below(const Starts& s, const Start& start, std::uint32_t lo,
+                                std::uint32_t n, std::uint64_t pc) {
     auto key = [&](std::uint32_t k) { return start(s, Indexed ? s.order[k] : k); };
     if (n == 0) return lo;
     while (n > 1) {
@@ -121,10 +121,10 @@ constexpr unsigned min_page_shift = 4;
 // in the function, so that the one before it, the chosen FRE, covers the PC
 // (spec v3 section 2.3.3.1, PCINC; FREs are in ascending start order).
 struct Scan {
-    std::uint32_t index = 0;      // that FRE's index, or the FRE count
-    std::uint64_t at = 0;         // its section offset
-    std::uint32_t start = 0;      // its start offset
-    std::uint64_t chosen = 0;     // section offset of the FRE before it
+    std::uint32_t index = 0;  // that FRE's index, or the FRE count
+    std::uint64_t at = 0;     // its section offset
+    std::uint32_t start = 0;  // its start offset
+    std::uint64_t chosen = 0; // section offset of the FRE before it
     std::uint32_t chosen_start = 0;
     std::uint8_t chosen_info = 0;
     // Set when the FRE at `at` has a start or info byte that cannot be read,
@@ -139,8 +139,8 @@ struct Scan {
 // the FRE sub-section. Kept out of line, so that the loop has the registers
 // to itself.
 template <unsigned Width, boost::endian::order Order>
-[[gnu::noinline]] Scan scan(std::span<const std::uint8_t> fres, std::uint64_t at, std::uint32_t count,
-                            std::uint64_t pc_offset) {
+[[gnu::noinline]] Scan scan(std::span<const std::uint8_t> fres, std::uint64_t at,
+                            std::uint32_t count, std::uint64_t pc_offset) {
     Scan r;
     const std::uint8_t* data = fres.data();
     const std::uint64_t size = fres.size();
@@ -150,7 +150,8 @@ template <unsigned Width, boost::endian::order Order>
             r.unreadable = true;
             break;
         }
-        const std::uint32_t start = boost::endian::endian_load<std::uint32_t, Width, Order>(data + at);
+        const std::uint32_t start =
+            boost::endian::endian_load<std::uint32_t, Width, Order>(data + at);
         const std::uint8_t info = data[at + Width];
         if ((info & 0x60U) == 0x60U) {
             r.unreadable = true;
@@ -173,14 +174,16 @@ template <unsigned Width, boost::endian::order Order>
 template <unsigned Width>
 Scan scan(const ByteView& frev, std::uint64_t at, std::uint32_t count, std::uint64_t pc_offset) {
     using boost::endian::order;
-    return frev.order() == ByteOrder::Little ? scan<Width, order::little>(frev.bytes(), at, count, pc_offset)
-                                             : scan<Width, order::big>(frev.bytes(), at, count, pc_offset);
+    return frev.order() == ByteOrder::Little
+               ? scan<Width, order::little>(frev.bytes(), at, count, pc_offset)
+               : scan<Width, order::big>(frev.bytes(), at, count, pc_offset);
 }
 
 // The `count` data words of `size` bytes at `at`, sign-extended (spec v3
 // section 2.4.1); false when they run past the FRE sub-section. One bounds
 // check covers them all.
-bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned size, std::int32_t* out) {
+bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned size,
+                std::int32_t* out) {
     if (!frev.contains(at, std::uint64_t{count} * size)) return false;
     using boost::endian::endian_load;
     using boost::endian::order;
@@ -188,7 +191,9 @@ bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned
     const bool little = frev.order() == ByteOrder::Little;
     for (unsigned i = 0; i < count; ++i, p += size) {
         switch (size) {
-        case 1: out[i] = endian_load<std::int8_t, 1, order::little>(p); break;
+        case 1:
+            out[i] = endian_load<std::int8_t, 1, order::little>(p);
+            break;
         case 2:
             out[i] = little ? endian_load<std::int16_t, 2, order::little>(p)
                             : endian_load<std::int16_t, 2, order::big>(p);
@@ -234,13 +239,17 @@ void Section::build_indexes() {
         // and it is (clang + lld output is not; a corrupt one may lie).
         // Otherwise keep the FDE numbers in start order: 4 bytes per FDE.
         bool sorted = header_.sorted();
-        for (std::uint32_t i = 1; sorted && i < n; ++i) sorted = start(s, i - 1) <= start(s, i);
+        for (std::uint32_t i = 1; sorted && i < n; ++i)
+            sorted = start(s, i - 1) <= start(s, i);
         if (!sorted && n > 1) {
             std::vector<std::pair<std::uint64_t, std::uint32_t>> keys(n);
-            for (std::uint32_t i = 0; i < n; ++i) keys[i] = {start(s, i), i};
-            std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+            for (std::uint32_t i = 0; i < n; ++i)
+                keys[i] = {start(s, i), i};
+            std::stable_sort(keys.begin(), keys.end(),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
             order_.resize(n);
-            for (std::uint32_t i = 0; i < n; ++i) order_[i] = keys[i].second;
+            for (std::uint32_t i = 0; i < n; ++i)
+                order_[i] = keys[i].second;
         }
         if (n < min_fdes_for_pages) return;
 
@@ -252,13 +261,15 @@ void Section::build_indexes() {
         const std::uint64_t origin = key(0);
         const std::uint64_t span = key(n - 1) - origin;
         unsigned shift = min_page_shift;
-        while (shift < 63 && (span >> shift) >= n / 2) ++shift;
+        while (shift < 63 && (span >> shift) >= n / 2)
+            ++shift;
         const std::uint64_t last = span >> shift; // (last << shift) <= span: no boundary overflows
         pages_.assign(static_cast<std::size_t>(last) + 2, n);
         std::uint32_t k = 0;
         for (std::uint64_t page = 0; page <= last; ++page) {
             const std::uint64_t begin = origin + (page << shift);
-            while (k < n && key(k) < begin) ++k;
+            while (k < n && key(k) < begin)
+                ++k;
             pages_[static_cast<std::size_t>(page)] = k;
         }
         page_origin_ = origin;
@@ -282,20 +293,26 @@ Expected<Fde> Section::find_fde(std::uint64_t pc) const {
     return fde;
 }
 
-template <typename Report> bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
+template <typename Report>
+bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
     constexpr bool quiet = std::is_same_v<Report, Quiet>;
     // The last FDE (in start order) whose start is <= pc, if it covers pc.
     const std::uint32_t below = fdes_starting_at_or_below(pc);
-    if (below == 0) return fail(Errc::NotFound, [&] { return "no FDE covers " + to_hex(pc); }, no_offset);
+    if (below == 0)
+        return fail(
+            Errc::NotFound, [&] { return "no FDE covers " + to_hex(pc); }, no_offset);
     const std::uint32_t index = order_.empty() ? below - 1 : order_[below - 1];
     Fde fde;
     if constexpr (quiet) {
-        if (!layout_->read_fde(geometry(), index, fde) || !check_fde(*layout_, fde, fre_sub_, header_.fre_len, fail))
+        if (!layout_->read_fde(geometry(), index, fde) ||
+            !check_fde(*layout_, fde, fre_sub_, header_.fre_len, fail))
             return false;
     } else {
         if (auto st = decode_fde(index, fde); !st) return fail(std::move(st).error());
     }
-    if (pc >= fde.end()) return fail(Errc::NotFound, [&] { return "no FDE covers " + to_hex(pc); }, no_offset);
+    if (pc >= fde.end())
+        return fail(
+            Errc::NotFound, [&] { return "no FDE covers " + to_hex(pc); }, no_offset);
 
     std::uint64_t pc_offset = pc - fde.start;
     std::uint64_t block_base = 0;
@@ -303,14 +320,15 @@ template <typename Report> bool Section::find_row(std::uint64_t pc, Row& row, co
     if (mask && fde.rep_size == 0 && fde.num_fres > 0)
         // Only v1 gets here (check_fde() refuses size 0 where the size is
         // stored), on an ABI for which no size is implied (layout_v1.cpp).
-        return fail(Errc::Unsupported,
-                    [&] {
-                        return "FDE " + std::to_string(fde.index) +
-                               ": PC-mask FDE without a repeat block size (SFrame v" +
-                               std::to_string(static_cast<unsigned>(header_.version)) +
-                               " stores none and implies none for " + std::string(abi_->name) + ")";
-                    },
-                    fde.entry_offset);
+        return fail(
+            Errc::Unsupported,
+            [&] {
+                return "FDE " + std::to_string(fde.index) +
+                       ": PC-mask FDE without a repeat block size (SFrame v" +
+                       std::to_string(static_cast<unsigned>(header_.version)) +
+                       " stores none and implies none for " + std::string(abi_->name) + ")";
+            },
+            fde.entry_offset);
     if (mask && fde.num_fres > 0) {
         // Spec v3 section 2.3.3.1: PC % REP_BLOCK_SIZE >= FRE start. The
         // function start, not the PC, is the origin: the blocks are the
@@ -330,41 +348,52 @@ template <typename Report> bool Section::find_row(std::uint64_t pc, Row& row, co
             row.outermost = true;
             return true;
         }
-        return fail(Errc::NotFound, [&] { return "FDE " + std::to_string(fde.index) + " has no FREs"; },
-                    fde.entry_offset);
+        return fail(
+            Errc::NotFound, [&] { return "FDE " + std::to_string(fde.index) + " has no FREs"; },
+            fde.entry_offset);
     }
 
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
     const unsigned width = 1U << static_cast<unsigned>(fde.fre_type);
     Scan found;
     switch (fde.fre_type) { // check_fde() saw to it that there is no other
-    case FreType::Addr1: found = scan<1>(frev, fde.fres_begin, fde.num_fres, pc_offset); break;
-    case FreType::Addr2: found = scan<2>(frev, fde.fres_begin, fde.num_fres, pc_offset); break;
-    case FreType::Addr4: found = scan<4>(frev, fde.fres_begin, fde.num_fres, pc_offset); break;
+    case FreType::Addr1:
+        found = scan<1>(frev, fde.fres_begin, fde.num_fres, pc_offset);
+        break;
+    case FreType::Addr2:
+        found = scan<2>(frev, fde.fres_begin, fde.num_fres, pc_offset);
+        break;
+    case FreType::Addr4:
+        found = scan<4>(frev, fde.fres_begin, fde.num_fres, pc_offset);
+        break;
     }
     if (found.unreadable) [[unlikely]] {
         if constexpr (!quiet) {
             Fre fre;
-            if (auto st = decode_fre(fde, found.at, fre); !st) return fail(std::move(st).error()); // the precise error
+            if (auto st = decode_fre(fde, found.at, fre); !st)
+                return fail(std::move(st).error()); // the precise error
         }
-        return fail(Errc::Malformed,
-                    [&] {
-                        return "FRE " + std::to_string(found.index) + " of FDE " + std::to_string(fde.index) +
-                               " is unreadable";
-                    },
-                    found.at);
+        return fail(
+            Errc::Malformed,
+            [&] {
+                return "FRE " + std::to_string(found.index) + " of FDE " +
+                       std::to_string(fde.index) + " is unreadable";
+            },
+            found.at);
     }
     if (found.index == 0) [[unlikely]]
-        return fail(Errc::NotFound,
-                    [&] { return "no FRE of FDE " + std::to_string(fde.index) + " covers " + to_hex(pc); },
-                    fde.fres_begin);
+        return fail(
+            Errc::NotFound,
+            [&] { return "no FRE of FDE " + std::to_string(fde.index) + " covers " + to_hex(pc); },
+            fde.fres_begin);
     // The row ends where the next FRE starts, or at the end of the function
     // (of the repeat block, for PC-mask FDEs), and never past that end: a
     // corrupt start beyond it would stretch the row over the next function,
     // or wrap pc_end around the address space (pc < fde.end() above, so
     // fde.start + fde.size does not wrap).
     const std::uint64_t limit = mask ? fde.rep_size : fde.size;
-    const std::uint64_t next_start = found.index < fde.num_fres ? std::min<std::uint64_t>(found.start, limit) : limit;
+    const std::uint64_t next_start =
+        found.index < fde.num_fres ? std::min<std::uint64_t>(found.start, limit) : limit;
 
     // The chosen FRE's data words, read straight into the rules' view (spec
     // v3 section 2.4.1: info bit 0 is the CFA base, bits 1-4 the word count,
@@ -377,15 +406,19 @@ template <typename Report> bool Section::find_row(std::uint64_t pc, Row& row, co
     if (!read_words(frev, words_at, count, size, words.data())) [[unlikely]] {
         if constexpr (!quiet) {
             Fre fre;
-            if (auto st = decode_fre(fde, found.chosen, fre); !st) return fail(std::move(st).error());
+            if (auto st = decode_fre(fde, found.chosen, fre); !st)
+                return fail(std::move(st).error());
         }
-        return fail(Errc::Truncated,
-                    [&] { return "FRE of FDE " + std::to_string(fde.index) + " runs past the FRE sub-section"; },
-                    found.chosen);
+        return fail(
+            Errc::Truncated,
+            [&] {
+                return "FRE of FDE " + std::to_string(fde.index) + " runs past the FRE sub-section";
+            },
+            found.chosen);
     }
     const FreWords view{words.data(), count, size, (info & 0x1U) == 0};
-    if (auto st = fill_row(fde, found.chosen, found.chosen_start, (info & 0x80U) != 0, view, found.index - 1,
-                           next_start, row);
+    if (auto st = fill_row(fde, found.chosen, found.chosen_start, (info & 0x80U) != 0, view,
+                           found.index - 1, next_start, row);
         !st)
         return fail(std::move(st).error());
     row.pc_begin += block_base;

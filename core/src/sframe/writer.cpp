@@ -10,9 +10,8 @@
 // (auxiliary) header, the FRE sub-section right after the FDEs.
 #include "sfunwind/sframe/writer.hpp"
 
-#include "sfunwind/abi.hpp"
-
 #include "layout.hpp"
+#include "sfunwind/abi.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -206,10 +205,11 @@ Status Encoder::check_fde(const FdeSpec& f) {
                 return unsupported("PC-mask FDEs on " + std::string(abi_.name) +
                                    " need SFrame version 2 (a repeat block size)");
             if (f.rep_size != implied && !o_.quirks.unchecked)
-                return unsupported("repeat block size " + std::to_string(f.rep_size) + " in SFrame version " +
-                                   std::to_string(static_cast<unsigned>(o_.version)) + ", which stores none (" +
-                                   std::string(abi_.name) + " PC-mask FDEs repeat every " +
-                                   std::to_string(implied) + " bytes); version 2 stores it");
+                return unsupported(
+                    "repeat block size " + std::to_string(f.rep_size) + " in SFrame version " +
+                    std::to_string(static_cast<unsigned>(o_.version)) + ", which stores none (" +
+                    std::string(abi_.name) + " PC-mask FDEs repeat every " +
+                    std::to_string(implied) + " bytes); version 2 stores it");
         }
         if (f.rep_size == 0 && !o_.quirks.unchecked)
             return malformed("PC-mask FDE with repeat block size 0");

@@ -5,13 +5,12 @@
 #include <string>
 
 namespace sfunwind {
-namespace {
-
-} // namespace
+namespace {} // namespace
 
 Expected<StepResult> step_frame(const ModuleSet& modules, const FrameRegs& callee, bool topmost,
-                                MemoryReader& memory, RegisterSource* extra, const StepOptions& options,
-                                Row* row_out, const Module** module_out) {
+                                MemoryReader& memory, RegisterSource* extra,
+                                const StepOptions& options, Row* row_out,
+                                const Module** module_out) {
     const std::uint64_t pc = lookup_pc(callee.pc, !topmost);
     const Module* m = modules.find(pc);
     if (module_out != nullptr) *module_out = m;
@@ -33,14 +32,17 @@ Backtrace backtrace(const ModuleSet& modules, const FrameRegs& top, MemoryReader
     std::uint32_t stalled = 0; // consecutive frames whose SP did not move
     while (true) {
         if (bt.frames.size() >= options.max_frames) {
-            bt.stop = Error(Errc::BadFrame, "stopped after " + std::to_string(options.max_frames) + " frames");
+            bt.stop = Error(Errc::BadFrame,
+                            "stopped after " + std::to_string(options.max_frames) + " frames");
             return bt;
         }
         Frame frame;
         frame.regs = regs;
         Row row;
-        auto next = step_frame(modules, regs, topmost, memory, extra, options.step, &row, &frame.module);
-        if (frame.module != nullptr && frame.module->has_rows() && (next || next.error().code() != Errc::NotFound))
+        auto next =
+            step_frame(modules, regs, topmost, memory, extra, options.step, &row, &frame.module);
+        if (frame.module != nullptr && frame.module->has_rows() &&
+            (next || next.error().code() != Errc::NotFound))
             frame.row = row;
         if (!next) {
             bt.frames.push_back(frame);
@@ -53,8 +55,9 @@ Backtrace backtrace(const ModuleSet& modules, const FrameRegs& top, MemoryReader
         // it is a loop (s390x leaf frames legitimately keep the SP).
         if (next->caller.sp == regs.sp) {
             if (next->caller.pc == regs.pc || ++stalled > 16) {
-                bt.stop = Error(Errc::BadFrame, "no progress: frame at pc " + to_hex(next->caller.pc) + " sp " +
-                                                    to_hex(next->caller.sp) + " repeats");
+                bt.stop =
+                    Error(Errc::BadFrame, "no progress: frame at pc " + to_hex(next->caller.pc) +
+                                              " sp " + to_hex(next->caller.sp) + " repeats");
                 return bt;
             }
         } else {

@@ -17,24 +17,34 @@ std::string hex(std::uint64_t v) {
 
 std::string where(const FrameView& f) {
     std::string s = hex(f.pc);
-    if (!f.function.empty()) s += " (" + f.function + ")";
-    else if (!f.module.empty()) s += " (in " + f.module + ")";
+    if (!f.function.empty())
+        s += " (" + f.function + ")";
+    else if (!f.module.empty())
+        s += " (in " + f.module + ")";
     return s;
 }
 
-std::string value_or_unknown(const std::optional<std::uint64_t>& v) { return v ? hex(*v) : "unknown"; }
+std::string value_or_unknown(const std::optional<std::uint64_t>& v) {
+    return v ? hex(*v) : "unknown";
+}
 
 // The SFrame limit behind a walk that ended at `last` with `stop`.
 SframeLimit limit_of(const Error& stop, const FrameView* last) {
     switch (stop.code()) {
     case Errc::NotFound:
-        return last != nullptr && last->in_sframe_module ? SframeLimit::NoFde : SframeLimit::NoModuleSframe;
-    case Errc::UnsafeRule: return SframeLimit::TopmostOnlyRule;
-    case Errc::Outermost: return SframeLimit::Outermost;
-    case Errc::MemoryUnreadable: return SframeLimit::UnreadableMemory;
+        return last != nullptr && last->in_sframe_module ? SframeLimit::NoFde
+                                                         : SframeLimit::NoModuleSframe;
+    case Errc::UnsafeRule:
+        return SframeLimit::TopmostOnlyRule;
+    case Errc::Outermost:
+        return SframeLimit::Outermost;
+    case Errc::MemoryUnreadable:
+        return SframeLimit::UnreadableMemory;
     case Errc::BadFrame:
-        return stop.what().rfind("stopped after", 0) == 0 ? SframeLimit::FrameLimit : SframeLimit::BadFrame;
-    default: return SframeLimit::None;
+        return stop.what().rfind("stopped after", 0) == 0 ? SframeLimit::FrameLimit
+                                                          : SframeLimit::BadFrame;
+    default:
+        return SframeLimit::None;
     }
 }
 
@@ -42,22 +52,30 @@ std::string limit_sentence(SframeLimit limit, const FrameView* last) {
     const std::string at = last != nullptr ? where(*last) : "the last frame";
     switch (limit) {
     case SframeLimit::NoModuleSframe:
-        return "SFrame limit: " + at + " is in a module without an SFrame section, so SFrame cannot step "
+        return "SFrame limit: " + at +
+               " is in a module without an SFrame section, so SFrame cannot step "
                "out of it.";
     case SframeLimit::NoFde:
-        return "SFrame limit: the module of " + at + " has SFrame, but no FDE covers this PC (code built "
+        return "SFrame limit: the module of " + at +
+               " has SFrame, but no FDE covers this PC (code built "
                "without SFrame, or a PLT the linker wrote no FDE for).";
     case SframeLimit::TopmostOnlyRule:
-        return "SFrame limit: the row for " + at + " reads a register that is known only in the topmost "
+        return "SFrame limit: the row for " + at +
+               " reads a register that is known only in the topmost "
                "frame (SFrame v3 appendix A), so SFrame does not step it as a caller frame.";
     case SframeLimit::Outermost:
-        return "SFrame marks " + at + " as the outermost frame (RA undefined), where the reference goes on.";
+        return "SFrame marks " + at +
+               " as the outermost frame (RA undefined), where the reference goes on.";
     case SframeLimit::UnreadableMemory:
         return "The SFrame rules for " + at + " point at memory the target does not have.";
-    case SframeLimit::BadFrame: return "The SFrame step out of " + at + " gave an impossible frame.";
-    case SframeLimit::FrameLimit: return "The SFrame walk stopped at its frame limit.";
-    case SframeLimit::ReferenceEnded: return "The reference unwinder stopped first.";
-    case SframeLimit::None: break;
+    case SframeLimit::BadFrame:
+        return "The SFrame step out of " + at + " gave an impossible frame.";
+    case SframeLimit::FrameLimit:
+        return "The SFrame walk stopped at its frame limit.";
+    case SframeLimit::ReferenceEnded:
+        return "The reference unwinder stopped first.";
+    case SframeLimit::None:
+        break;
     }
     return {};
 }
@@ -67,45 +85,61 @@ std::string limit_sentence(SframeLimit limit, const FrameView* last) {
 // first suspect, and saying so points at the FDE to look at.
 std::string row_sentence(const std::vector<FrameView>& sframe, std::size_t i) {
     if (i >= sframe.size() || sframe[i].rule.empty()) return {};
-    return " SFrame stepped out of frame " + std::to_string(i) + " (" + where(sframe[i]) + ") with " +
-           sframe[i].rule + ".";
+    return " SFrame stepped out of frame " + std::to_string(i) + " (" + where(sframe[i]) +
+           ") with " + sframe[i].rule + ".";
 }
 
 } // namespace
 
 const char* to_string(SframeLimit limit) noexcept {
     switch (limit) {
-    case SframeLimit::None: return "none";
-    case SframeLimit::NoModuleSframe: return "no-module-sframe";
-    case SframeLimit::NoFde: return "no-fde";
-    case SframeLimit::TopmostOnlyRule: return "topmost-only-rule";
-    case SframeLimit::Outermost: return "outermost";
-    case SframeLimit::UnreadableMemory: return "unreadable-memory";
-    case SframeLimit::BadFrame: return "bad-frame";
-    case SframeLimit::FrameLimit: return "frame-limit";
-    case SframeLimit::ReferenceEnded: return "reference-ended";
+    case SframeLimit::None:
+        return "none";
+    case SframeLimit::NoModuleSframe:
+        return "no-module-sframe";
+    case SframeLimit::NoFde:
+        return "no-fde";
+    case SframeLimit::TopmostOnlyRule:
+        return "topmost-only-rule";
+    case SframeLimit::Outermost:
+        return "outermost";
+    case SframeLimit::UnreadableMemory:
+        return "unreadable-memory";
+    case SframeLimit::BadFrame:
+        return "bad-frame";
+    case SframeLimit::FrameLimit:
+        return "frame-limit";
+    case SframeLimit::ReferenceEnded:
+        return "reference-ended";
     }
     return "?";
 }
 
 const char* to_string(Divergence::Kind kind) noexcept {
     switch (kind) {
-    case Divergence::Kind::Pc: return "pc";
-    case Divergence::Kind::Cfa: return "cfa";
-    case Divergence::Kind::Sp: return "sp";
-    case Divergence::Kind::Fp: return "fp";
-    case Divergence::Kind::SframeEnded: return "sframe-ended";
-    case Divergence::Kind::ReferenceEnded: return "reference-ended";
+    case Divergence::Kind::Pc:
+        return "pc";
+    case Divergence::Kind::Cfa:
+        return "cfa";
+    case Divergence::Kind::Sp:
+        return "sp";
+    case Divergence::Kind::Fp:
+        return "fp";
+    case Divergence::Kind::SframeEnded:
+        return "sframe-ended";
+    case Divergence::Kind::ReferenceEnded:
+        return "reference-ended";
     }
     return "?";
 }
 
-BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe, const Error& sframe_stop,
+BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
+                                       const Error& sframe_stop,
                                        const std::vector<FrameView>& reference) {
     BacktraceComparison out;
     const std::size_t common = sframe.size() < reference.size() ? sframe.size() : reference.size();
-    const auto compare_value = [](const std::optional<std::uint64_t>& a, const std::optional<std::uint64_t>& b,
-                                  bool& compared) {
+    const auto compare_value = [](const std::optional<std::uint64_t>& a,
+                                  const std::optional<std::uint64_t>& b, bool& compared) {
         compared = a.has_value() && b.has_value();
         return !compared || *a == *b;
     };
@@ -133,28 +167,32 @@ BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe, con
                 const FrameView& sb = sframe[i - 1];
                 const FrameView& rb = reference[i - 1];
                 if (sb.cfa && rb.cfa && *sb.cfa != *rb.cfa)
-                    d.explanation += " The CFAs of frame " + std::to_string(i - 1) + " differ (SFrame " +
-                                     hex(*sb.cfa) + ", reference " + hex(*rb.cfa) +
+                    d.explanation += " The CFAs of frame " + std::to_string(i - 1) +
+                                     " differ (SFrame " + hex(*sb.cfa) + ", reference " +
+                                     hex(*rb.cfa) +
                                      "): the SFrame CFA rule does not hold at that PC.";
                 else
-                    d.explanation += " Frame " + std::to_string(i - 1) + " has the same CFA on both sides (" +
-                                     value_or_unknown(sb.cfa) +
-                                     "), so the return-address rule differs.";
+                    d.explanation +=
+                        " Frame " + std::to_string(i - 1) + " has the same CFA on both sides (" +
+                        value_or_unknown(sb.cfa) + "), so the return-address rule differs.";
                 d.explanation += row_sentence(sframe, i - 1);
             }
         } else if (!m.cfa) {
             d.kind = Divergence::Kind::Cfa;
-            d.explanation = "frame " + std::to_string(i) + " (" + where(s) + "): the CFA differs: SFrame " +
-                            hex(*s.cfa) + ", reference " + hex(*r.cfa) + "." + row_sentence(sframe, i);
+            d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
+                            "): the CFA differs: SFrame " + hex(*s.cfa) + ", reference " +
+                            hex(*r.cfa) + "." + row_sentence(sframe, i);
         } else if (!m.sp) {
             d.kind = Divergence::Kind::Sp;
-            d.explanation = "frame " + std::to_string(i) + " (" + where(s) + "): the SP differs: SFrame " +
-                            hex(*s.sp) + ", reference " + hex(*r.sp) + ".";
+            d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
+                            "): the SP differs: SFrame " + hex(*s.sp) + ", reference " +
+                            hex(*r.sp) + ".";
             if (i > 0) d.explanation += row_sentence(sframe, i - 1);
         } else {
             d.kind = Divergence::Kind::Fp;
-            d.explanation = "frame " + std::to_string(i) + " (" + where(s) + "): the FP differs: SFrame " +
-                            hex(*s.fp) + ", reference " + hex(*r.fp) + ".";
+            d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
+                            "): the FP differs: SFrame " + hex(*s.fp) + ", reference " +
+                            hex(*r.fp) + ".";
             if (i > 0) d.explanation += row_sentence(sframe, i - 1);
         }
         out.first = std::move(d);
@@ -167,8 +205,8 @@ BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe, con
         const FrameView* last = sframe.empty() ? nullptr : &sframe.back();
         d.kind = Divergence::Kind::SframeEnded;
         d.limit = limit_of(sframe_stop, last);
-        d.explanation = "the SFrame walk ends after " + std::to_string(sframe.size()) + " frames (" +
-                        sframe_stop.message() + "); the reference has " +
+        d.explanation = "the SFrame walk ends after " + std::to_string(sframe.size()) +
+                        " frames (" + sframe_stop.message() + "); the reference has " +
                         std::to_string(reference.size() - sframe.size()) + " more, the next at " +
                         where(reference[common]) + ".";
         const std::string why = limit_sentence(d.limit, last);
@@ -178,7 +216,8 @@ BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe, con
         d.limit = SframeLimit::ReferenceEnded;
         d.explanation = "the reference ends after " + std::to_string(reference.size()) +
                         " frames; SFrame has " + std::to_string(sframe.size() - reference.size()) +
-                        " more, the next at " + where(sframe[common]) + "." + row_sentence(sframe, common - 1);
+                        " more, the next at " + where(sframe[common]) + "." +
+                        row_sentence(sframe, common - 1);
     }
     out.first = std::move(d);
     return out;
@@ -201,8 +240,9 @@ std::vector<FrameView> frame_views(const Backtrace& bt) {
             v.module = f.module->name;
             v.in_sframe_module = f.module->section != nullptr;
             if (f.row && v.in_sframe_module)
-                v.rule = describe(*f.row, f.module->section->abi()) + " (FDE " + std::to_string(f.row->fde_index) +
-                         ", FRE " + std::to_string(f.row->fre_index) + ")";
+                v.rule = describe(*f.row, f.module->section->abi()) + " (FDE " +
+                         std::to_string(f.row->fde_index) + ", FRE " +
+                         std::to_string(f.row->fre_index) + ")";
         }
         out.push_back(std::move(v));
     }

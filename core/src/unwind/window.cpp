@@ -47,8 +47,10 @@ ReadWindow plan_reads(const Row& row) {
         // when the two are too far apart for one window (a corrupt section),
         // it is the one planned.
         for (const RegRule* rule : {&row.ra, &row.fp}) {
-            if (rule->kind == RegRule::Kind::AtCfa) span.add(cfa_off + rule->offset);
-            else if (rule->kind == RegRule::Kind::AtReg && rule->reg == row.cfa.reg) span.add(rule->offset);
+            if (rule->kind == RegRule::Kind::AtCfa)
+                span.add(cfa_off + rule->offset);
+            else if (rule->kind == RegRule::Kind::AtReg && rule->reg == row.cfa.reg)
+                span.add(rule->offset);
         }
     }
     if (!span.any) return w;

@@ -45,15 +45,15 @@ struct DebugFrameOptions {
 struct WrittenFunction {
     std::uint64_t start = 0;
     std::uint64_t size = 0;
-    std::uint32_t sframe_fde = 0;    // index of the SFrame FDE it came from
-    std::uint64_t offset = 0;        // offset of the DWARF FDE in .debug_frame
-    std::uint32_t rows = 0;          // DWARF rows written (PC-mask FDEs: all blocks)
+    std::uint32_t sframe_fde = 0; // index of the SFrame FDE it came from
+    std::uint64_t offset = 0;     // offset of the DWARF FDE in .debug_frame
+    std::uint32_t rows = 0;       // DWARF rows written (PC-mask FDEs: all blocks)
     bool pc_mask = false;
 };
 
 struct DebugFrame {
-    std::vector<std::uint8_t> bytes;         // the .debug_frame section, in the ABI's byte order
-    std::vector<WrittenFunction> functions;  // in SFrame FDE order
+    std::vector<std::uint8_t> bytes;        // the .debug_frame section, in the ABI's byte order
+    std::vector<WrittenFunction> functions; // in SFrame FDE order
     // SFrame FDEs that could not be read (each error names the FDE and its
     // offset in the SFrame section); the rest of the section is still written.
     std::vector<Error> skipped;
@@ -67,6 +67,7 @@ std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi);
 
 // Translates every FDE of the section. Fails only when the ABI has no DWARF
 // mapping here (ppc64) or nothing could be written.
-Expected<DebugFrame> write_debug_frame(const sframe::Section& section, const DebugFrameOptions& options = {});
+Expected<DebugFrame> write_debug_frame(const sframe::Section& section,
+                                       const DebugFrameOptions& options = {});
 
 } // namespace sfunwind::cfi

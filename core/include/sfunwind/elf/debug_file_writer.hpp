@@ -28,7 +28,7 @@
 namespace sfunwind::elf {
 
 struct DebugFileContents {
-    std::span<const std::uint8_t> debug_frame;  // in the program's byte order
+    std::span<const std::uint8_t> debug_frame; // in the program's byte order
     // Functions to name (link-time start and size), for example one per FDE.
     // One that starts where a function symbol of the program already starts is
     // left out; the others become local STT_FUNC symbols.
@@ -41,7 +41,7 @@ struct DebugFileContents {
 };
 
 struct DebugFileReport {
-    std::size_t symbols = 0;        // entries of the new .symtab, the null entry included
+    std::size_t symbols = 0; // entries of the new .symtab, the null entry included
     std::size_t added_functions = 0;
     std::size_t copied_dynamic = 0; // .dynsym entries copied in
     std::uint64_t file_size = 0;

@@ -28,10 +28,10 @@ inline constexpr std::uint32_t pt_gnu_sframe = 0x6474e554;
 struct SframeLocation {
     enum class How : std::uint8_t { SectionName, SectionType, Segment };
     How how = How::SectionName;
-    std::uint64_t vaddr = 0;        // link-time virtual address of the section
+    std::uint64_t vaddr = 0; // link-time virtual address of the section
     std::uint64_t file_offset = 0;
-    std::uint64_t size = 0;         // bytes used (from the SFrame header for segments)
-    std::string name;               // section name, or "PT_GNU_SFRAME"
+    std::uint64_t size = 0; // bytes used (from the SFrame header for segments)
+    std::string name;       // section name, or "PT_GNU_SFRAME"
 };
 
 struct LoadSegment {
@@ -72,11 +72,12 @@ struct Symbol {
 };
 
 class ElfFile {
-public:
+  public:
     // Reads the whole file. Errors name the file.
     static Expected<ElfFile> open(const std::string& path);
     // An ELF image already in memory (copied).
-    static Expected<ElfFile> from_bytes(std::span<const std::uint8_t> bytes, std::string name = "<memory>");
+    static Expected<ElfFile> from_bytes(std::span<const std::uint8_t> bytes,
+                                        std::string name = "<memory>");
 
     ElfFile(ElfFile&&) noexcept;
     ElfFile& operator=(ElfFile&&) noexcept;
@@ -123,7 +124,7 @@ public:
     // zero-size symbol contains only its own address.
     const Symbol* symbol_for(std::uint64_t addr) const;
 
-private:
+  private:
     struct Impl;
     explicit ElfFile(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;

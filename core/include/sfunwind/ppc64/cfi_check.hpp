@@ -42,20 +42,21 @@ struct CfiCheckEntry {
     Verdict verdict = Verdict::Same;
     std::uint64_t pc = 0;
     std::string function;
-    std::string message;  // the table rule, the CFI rule and why they (dis)agree
+    std::string message; // the table rule, the CFI rule and why they (dis)agree
 };
 
 struct CfiCheckResult {
-    std::uint64_t functions = 0;     // with a table, a known start and CFI
-    std::uint64_t instructions = 0;  // compared
+    std::uint64_t functions = 0;    // with a table, a known start and CFI
+    std::uint64_t instructions = 0; // compared
     std::uint64_t same = 0;
     std::uint64_t equivalent = 0;
     std::uint64_t different = 0;
     std::uint64_t outermost = 0;
-    std::uint64_t unanalysed = 0;            // compared instructions with the body state
-    std::uint64_t unanalysed_different = 0;  // of those, differing (not in `different`)
-    std::uint64_t without_cfi = 0;   // instructions of those functions with no FDE
-    std::vector<CfiCheckEntry> entries; // every Different and Outermost, and Equivalent when asked for
+    std::uint64_t unanalysed = 0;           // compared instructions with the body state
+    std::uint64_t unanalysed_different = 0; // of those, differing (not in `different`)
+    std::uint64_t without_cfi = 0;          // instructions of those functions with no FDE
+    std::vector<CfiCheckEntry>
+        entries; // every Different and Outermost, and Equivalent when asked for
 };
 
 struct CfiCheckOptions {
@@ -64,8 +65,8 @@ struct CfiCheckOptions {
 
 // Compares the rows of every table in `tables` (from by_symbols() or
 // by_scan()) with `cfi` at each instruction.
-CfiCheckResult check_against_cfi(const TracebackIndex& index, const Listing& tables, const cfi::CfiTable& cfi,
-                                 const CfiCheckOptions& options = {});
+CfiCheckResult check_against_cfi(const TracebackIndex& index, const Listing& tables,
+                                 const cfi::CfiTable& cfi, const CfiCheckOptions& options = {});
 
 // One instruction's verdict (exposed for tests).
 CfiCheckEntry compare_row(const RowDetail& table_row, const cfi::CfiRow& cfi, const Abi& abi);

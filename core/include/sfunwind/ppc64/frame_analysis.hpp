@@ -57,12 +57,12 @@ namespace sfunwind::ppc64 {
 
 // The frame before an instruction executes.
 struct FrameState {
-    bool allocated = false;                 // r1 lowered: *(r1) is the back chain, CFA = *(r1)
+    bool allocated = false;                  // r1 lowered: *(r1) is the back chain, CFA = *(r1)
     std::optional<std::uint32_t> frame_size; // bytes from r1 up to the CFA, when constants set it
     std::optional<std::uint32_t> fixed_size; // the prologue's allocation, kept through alloca
-    bool ra_in_lr = true;                   // LR still holds the return address
-    std::uint32_t ra_gprs = 0;              // GPRs (bit n = rn) holding a copy of it (mflr, reload)
-    bool ra_saved = false;                  // the LR save doubleword (CFA+16) holds it
+    bool ra_in_lr = true;                    // LR still holds the return address
+    std::uint32_t ra_gprs = 0; // GPRs (bit n = rn) holding a copy of it (mflr, reload)
+    bool ra_saved = false;     // the LR save doubleword (CFA+16) holds it
     // Where the caller's r31 is saved, relative to the CFA, once stored
     // there; and whether r31 itself still holds the caller's value.
     std::optional<std::int32_t> r31_slot;
@@ -82,7 +82,7 @@ FrameState body_state(const TracebackTable& table);
 // GCC places unrelated code right after such a call, which must not inherit
 // the "LR lost" state of the call.
 class CallTargets {
-public:
+  public:
     virtual ~CallTargets() = default;
     virtual bool never_returns(std::uint64_t target) const = 0;
 };
@@ -92,14 +92,14 @@ struct AnalysisLimits {
 };
 
 class FrameAnalysis {
-public:
+  public:
     enum class Origin : std::uint8_t {
-        Code,        // the data-flow pass reached the instruction
-        Indirect,    // reached only through bctr: the state at the function's bctr(s)
-        Unreached,   // not reached at all (dead code, or no bctr to come from)
-        Conflict,    // reached with different stack heights
-        Data,        // an inline jump table after a bctr, not an instruction
-        Padding,     // an unreached no-op: alignment between code blocks
+        Code,      // the data-flow pass reached the instruction
+        Indirect,  // reached only through bctr: the state at the function's bctr(s)
+        Unreached, // not reached at all (dead code, or no bctr to come from)
+        Conflict,  // reached with different stack heights
+        Data,      // an inline jump table after a bctr, not an instruction
+        Padding,   // an unreached no-op: alignment between code blocks
     };
 
     // Analyses [start, table.address) of `code` (mapped at `code_vaddr`).
@@ -107,7 +107,8 @@ public:
     // than the limit.
     // `calls`, when given, tells which `bl` targets do not return.
     static Expected<FrameAnalysis> run(ByteView code, std::uint64_t code_vaddr, std::uint64_t start,
-                                       const TracebackTable& table, const AnalysisLimits& limits = {},
+                                       const TracebackTable& table,
+                                       const AnalysisLimits& limits = {},
                                        const CallTargets* calls = nullptr);
 
     std::uint64_t start() const noexcept { return start_; }
@@ -124,7 +125,7 @@ public:
     bool is_call_at(std::uint64_t pc) const;
     FrameState state_after(std::uint64_t pc) const;
 
-private:
+  private:
     struct Cell {
         Origin origin = Origin::Unreached;
         FrameState state;

@@ -57,15 +57,15 @@ struct IndexOptions {
 
 // A function from the symbol table, by its code address.
 struct Function {
-    std::uint64_t start = 0;            // first instruction (ELFv2: the global entry point)
-    std::uint64_t size = 0;             // st_size: the code and its traceback table
-    std::vector<std::string> names;     // every symbol at this start, in symbol-table order
+    std::uint64_t start = 0;                 // first instruction (ELFv2: the global entry point)
+    std::uint64_t size = 0;                  // st_size: the code and its traceback table
+    std::vector<std::string> names;          // every symbol at this start, in symbol-table order
     std::optional<std::uint64_t> descriptor; // ELFv1: the .opd entry the symbol names
 };
 
 // A range of executable bytes at a link-time address.
 struct CodeRange {
-    std::string name;                   // section name, or "PT_LOAD[i]"
+    std::string name; // section name, or "PT_LOAD[i]"
     std::uint64_t vaddr = 0;
     ByteView bytes;
 };
@@ -75,7 +75,7 @@ struct FoundTable {
     TracebackTable table;
     std::optional<std::uint64_t> function_start;
     StartSource start_source = StartSource::Unknown;
-    const Function* function = nullptr; // the symbol whose start is function_start, if any
+    const Function* function = nullptr;   // the symbol whose start is function_start, if any
     std::uint32_t skipped_zero_words = 0; // zero words that did not decode as tables
 };
 
@@ -92,14 +92,15 @@ struct RowDetail {
 
 struct Listing {
     std::vector<FoundTable> tables;
-    std::vector<Error> problems;        // functions without a table, rejected candidates
+    std::vector<Error> problems; // functions without a table, rejected candidates
 };
 
 class TracebackIndex {
-public:
+  public:
     // Errc::Unsupported unless the file is EM_PPC64; Errc::NotFound without
     // executable code.
-    static Expected<TracebackIndex> build(const elf::ElfFile& file, const IndexOptions& options = {});
+    static Expected<TracebackIndex> build(const elf::ElfFile& file,
+                                          const IndexOptions& options = {});
 
     // Move-only: FoundTable::function points into functions().
     TracebackIndex(TracebackIndex&&) noexcept = default;
@@ -134,7 +135,8 @@ public:
     // or of equal rules and frame state (Split::State: one RowDetail::state
     // holds for every instruction of the run).
     enum class Split : std::uint8_t { Rules, State };
-    Expected<std::vector<RowDetail>> rows(const FoundTable& found, Split split = Split::Rules) const;
+    Expected<std::vector<RowDetail>> rows(const FoundTable& found,
+                                          Split split = Split::Rules) const;
 
     // Whether the function a direct call to `target` enters never returns:
     // its code (up to its traceback table, at most 64 KiB) has no return
@@ -148,7 +150,7 @@ public:
     // follows a non-zero word and decodes is a table; the scan resumes after it.
     Listing by_scan() const;
 
-private:
+  private:
     TracebackIndex() = default;
     const CodeRange* range_of(std::uint64_t pc) const;
     // The function's analysis, or why there is none.
@@ -157,8 +159,8 @@ private:
     const Abi* abi_ = nullptr;
     bool descriptors_ = false;
     IndexOptions options_;
-    std::vector<Function> functions_;  // sorted by start, one per start
-    std::vector<CodeRange> code_;      // sorted by vaddr
+    std::vector<Function> functions_; // sorted by start, one per start
+    std::vector<CodeRange> code_;     // sorted by vaddr
 };
 
 } // namespace sfunwind::ppc64

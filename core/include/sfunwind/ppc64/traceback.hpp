@@ -27,8 +27,19 @@ namespace sfunwind::ppc64 {
 
 // The `lang` codes of section 3.3.1 (0xd-0xfa reserved, 0xfb-0xff IBM).
 enum class Language : std::uint8_t {
-    C = 0, Fortran = 1, Pascal = 2, Ada = 3, Pl1 = 4, Basic = 5, Lisp = 6,
-    Cobol = 7, Modula2 = 8, Cxx = 9, Rpg = 10, Pl8 = 11, Assembly = 12,
+    C = 0,
+    Fortran = 1,
+    Pascal = 2,
+    Ada = 3,
+    Pl1 = 4,
+    Basic = 5,
+    Lisp = 6,
+    Cobol = 7,
+    Modula2 = 8,
+    Cxx = 9,
+    Rpg = 10,
+    Pl8 = 11,
+    Assembly = 12,
 };
 
 // "C", "C++", "Assembly", ... or "reserved (0x20)" / "IBM (0xfb)".
@@ -50,8 +61,8 @@ inline constexpr std::int32_t gpr_save_offset(unsigned fp_saved, unsigned reg) {
 }
 
 struct TracebackTable {
-    std::uint64_t address = 0;   // link-time address of the zero word
-    std::uint32_t size = 0;      // bytes from the zero word through the last field (no padding)
+    std::uint64_t address = 0; // link-time address of the zero word
+    std::uint32_t size = 0;    // bytes from the zero word through the last field (no padding)
 
     // Mandatory fields (3.3.1), in the ABI's order.
     std::uint8_t version = 0;
@@ -72,9 +83,9 @@ struct TracebackTable {
     bool saves_lr = false;
     bool stores_bc = false;
     bool fixup = false;
-    std::uint8_t fp_saved = 0;   // 6 bits: f(32-n)..f31
-    std::uint8_t spare3 = 0;     // 2 bits
-    std::uint8_t gpr_saved = 0;  // 6 bits: r(32-n)..r31
+    std::uint8_t fp_saved = 0;  // 6 bits: f(32-n)..f31
+    std::uint8_t spare3 = 0;    // 2 bits
+    std::uint8_t gpr_saved = 0; // 6 bits: r(32-n)..r31
     std::uint8_t fixedparms = 0;
     std::uint8_t floatparms = 0; // 7 bits
     bool parmsonstk = false;
@@ -108,7 +119,7 @@ inline constexpr std::uint32_t mandatory_offset = 4;
 inline constexpr std::uint32_t optional_offset = 12;
 
 struct DecodeLimits {
-    std::uint32_t max_ctl_info = 1024;  // ctl_info_disp words
+    std::uint32_t max_ctl_info = 1024; // ctl_info_disp words
     std::uint32_t max_name_len = 4096;
 };
 

@@ -12,7 +12,7 @@
 namespace sfunwind::sframe {
 
 enum class DumpStyle : std::uint8_t {
-    Auto,          // by version, as above
+    Auto, // by version, as above
     Binutils2_40,
     Binutils2_47,
 };

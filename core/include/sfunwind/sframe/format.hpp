@@ -18,8 +18,8 @@ enum class Version : std::uint8_t { V1 = 1, V2 = 2, V3 = 3 };
 // Section flags (spec v3 section 2.1.3).
 namespace flag {
 inline constexpr std::uint8_t fde_sorted = 0x1;
-inline constexpr std::uint8_t frame_pointer = 0x2;          // v1 and v2 only
-inline constexpr std::uint8_t fde_func_start_pcrel = 0x4;   // v2 erratum 1, and v3
+inline constexpr std::uint8_t frame_pointer = 0x2;        // v1 and v2 only
+inline constexpr std::uint8_t fde_func_start_pcrel = 0x4; // v2 erratum 1, and v3
 } // namespace flag
 
 // ABI/arch identifier (spec v3 section 2.2.1).
@@ -45,7 +45,7 @@ enum class PauthKey : std::uint8_t { A = 0, B = 1 };
 
 // s390x constants (spec v2 erratum 1, section "s390x"; values from sframe.h).
 namespace s390x {
-inline constexpr std::int32_t sp_val_offset = -160;       // SP = CFA - 160
+inline constexpr std::int32_t sp_val_offset = -160; // SP = CFA - 160
 inline constexpr std::int32_t cfa_offset_adjustment = -160;
 inline constexpr std::int32_t cfa_offset_alignment_factor = 8;
 } // namespace s390x

@@ -20,9 +20,9 @@
 
 namespace sfunwind::sframe {
 
-struct Layout;    // one per version, private to the decoder
-struct Geometry;  // where the sub-sections are, for the Layout
-struct FreWords;  // an FRE's data words as the rules read them, private too
+struct Layout;   // one per version, private to the decoder
+struct Geometry; // where the sub-sections are, for the Layout
+struct FreWords; // an FRE's data words as the rules read them, private too
 
 struct Header {
     Version version = Version::V3;
@@ -45,16 +45,17 @@ struct Header {
 // combines the FDE index record and the FDE attribute record.
 struct Fde {
     std::uint32_t index = 0;
-    std::uint64_t entry_offset = 0;   // section offset of the FDE (v3: index) record
-    std::uint64_t attr_offset = 0;    // v3: section offset of the attribute record; else = entry_offset
-    std::int64_t start_field = 0;     // the raw function start field
-    std::uint64_t start = 0;          // function start, link-time address
+    std::uint64_t entry_offset = 0; // section offset of the FDE (v3: index) record
+    std::uint64_t attr_offset =
+        0;                        // v3: section offset of the attribute record; else = entry_offset
+    std::int64_t start_field = 0; // the raw function start field
+    std::uint64_t start = 0;      // function start, link-time address
     std::uint32_t size = 0;
-    std::uint32_t fre_offset = 0;     // raw start-FRE offset, relative to the FRE sub-section
-    std::uint64_t fres_begin = 0;     // section offset of the first FRE
+    std::uint32_t fre_offset = 0; // raw start-FRE offset, relative to the FRE sub-section
+    std::uint64_t fres_begin = 0; // section offset of the first FRE
     std::uint32_t num_fres = 0;
     std::uint8_t info = 0;
-    std::uint8_t info2 = 0;           // v3 only
+    std::uint8_t info2 = 0; // v3 only
     // Repeat block size of PC-mask FDEs: stored in v2 and v3; in v1, which
     // has no field, the ABI's PLT entry size (16 on AMD64; none elsewhere,
     // then 0), and rep_size_implied is set.
@@ -64,7 +65,7 @@ struct Fde {
     PcType pc_type = PcType::Inc;
     FdeType fde_type = FdeType::Default;
     PauthKey pauth_key = PauthKey::A;
-    bool signal = false;              // v3
+    bool signal = false; // v3
 
     std::uint64_t end() const { return start + size; }
 };
@@ -73,14 +74,14 @@ struct Fde {
 struct Fre {
     static constexpr unsigned max_words = 15; // 4-bit count (spec v3 section 2.4.1)
 
-    std::uint64_t offset = 0;      // section offset of the FRE
-    std::uint32_t size = 0;        // bytes, start field through the last data word
-    std::uint32_t start = 0;       // start address offset from the function start
+    std::uint64_t offset = 0; // section offset of the FRE
+    std::uint32_t size = 0;   // bytes, start field through the last data word
+    std::uint32_t start = 0;  // start address offset from the function start
     std::uint8_t info = 0;
     bool cfa_base_fp = false;
     bool mangled_ra = false;
     std::uint8_t word_count = 0;
-    std::uint8_t word_size = 1;    // 1, 2 or 4 bytes
+    std::uint8_t word_size = 1; // 1, 2 or 4 bytes
     std::array<std::int32_t, max_words> words{};
 
     // A data word read as unsigned (flexible-FDE control words).
@@ -91,7 +92,7 @@ struct Fre {
 };
 
 class Section {
-public:
+  public:
     // Decodes the header and checks that the sub-sections fit. `vaddr` is the
     // link-time virtual address of the section (function starts are relative
     // to it, or to their own field). Individual FDEs are checked when read.
@@ -137,7 +138,7 @@ public:
         return (order_.capacity() + pages_.capacity()) * sizeof(std::uint32_t);
     }
 
-private:
+  private:
     Section() = default;
     std::uint64_t start_of(std::uint32_t index) const noexcept;
     Geometry geometry() const noexcept;
@@ -151,8 +152,9 @@ private:
     // caller's object, so a lookup copies no Fde or Fre through an Expected.
     Status decode_fde(std::uint32_t index, Fde& out) const;
     Status decode_fre(const Fde& fde, std::uint64_t offset, Fre& out) const;
-    Status fill_row(const Fde& fde, std::uint64_t fre_offset, std::uint32_t fre_start, bool mangled_ra,
-                    const FreWords& words, std::uint32_t fre_index, std::uint64_t next_start, Row& out) const;
+    Status fill_row(const Fde& fde, std::uint64_t fre_offset, std::uint32_t fre_start,
+                    bool mangled_ra, const FreWords& words, std::uint32_t fre_index,
+                    std::uint64_t next_start, Row& out) const;
     Status find_fde_into(std::uint64_t pc, Fde& out) const;
 
     ByteView view_;
@@ -167,7 +169,7 @@ private:
     // pages_[p] counts the FDEs (in start order) that start before page p.
     // A search then only looks at the FDEs that start inside the PC's page.
     std::vector<std::uint32_t> pages_;
-    std::uint64_t page_origin_ = 0;    // the lowest FDE start
+    std::uint64_t page_origin_ = 0; // the lowest FDE start
     std::uint8_t page_shift_ = 0;
 };
 

@@ -19,10 +19,10 @@ struct BacktraceOptions {
 };
 
 struct Frame {
-    FrameRegs regs;             // this frame's registers (pc is the runtime PC)
-    std::uint64_t cfa = 0;      // known once the frame has been stepped
+    FrameRegs regs;        // this frame's registers (pc is the runtime PC)
+    std::uint64_t cfa = 0; // known once the frame has been stepped
     const Module* module = nullptr;
-    std::optional<Row> row;     // the row used to step out of this frame
+    std::optional<Row> row; // the row used to step out of this frame
 };
 
 struct Backtrace {
@@ -44,8 +44,9 @@ inline std::uint64_t lookup_pc(std::uint64_t pc, bool is_return_address) {
 // `callee` and applies step(). `topmost` as for step(); `row_out` receives the
 // row used.
 Expected<StepResult> step_frame(const ModuleSet& modules, const FrameRegs& callee, bool topmost,
-                                MemoryReader& memory, RegisterSource* extra, const StepOptions& options,
-                                Row* row_out = nullptr, const Module** module_out = nullptr);
+                                MemoryReader& memory, RegisterSource* extra,
+                                const StepOptions& options, Row* row_out = nullptr,
+                                const Module** module_out = nullptr);
 
 Backtrace backtrace(const ModuleSet& modules, const FrameRegs& top, MemoryReader& memory,
                     RegisterSource* extra = nullptr, const BacktraceOptions& options = {});

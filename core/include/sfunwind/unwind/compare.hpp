@@ -23,12 +23,13 @@ namespace sfunwind {
 // One frame as an unwinder gave it. A value that unwinder does not know is
 // left empty and is not compared.
 struct FrameView {
-    std::uint64_t pc = 0;               // the frame's PC (a caller's: the return address)
-    std::optional<std::uint64_t> cfa;   // the CFA of this frame (= the caller's SP plus the ABI offset)
+    std::uint64_t pc = 0; // the frame's PC (a caller's: the return address)
+    std::optional<std::uint64_t>
+        cfa; // the CFA of this frame (= the caller's SP plus the ABI offset)
     std::optional<std::uint64_t> sp;
     std::optional<std::uint64_t> fp;
-    std::string function;               // "recurse+0x12", for messages; may be empty
-    std::string module;                 // for messages; may be empty
+    std::string function; // "recurse+0x12", for messages; may be empty
+    std::string module;   // for messages; may be empty
     // SFrame side: the PC lies in a module that has an SFrame section (which
     // tells "no FDE for this PC" from "no SFrame in this module").
     bool in_sframe_module = false;
@@ -39,10 +40,12 @@ struct FrameView {
 
 // The SFrame limit that explains a divergence, if one does.
 enum class SframeLimit : std::uint8_t {
-    None,             // no limit explains it: the SFrame row or the reference is wrong
-    NoModuleSframe,   // the PC is in a module without an SFrame section (glibc built without --gsframe)
-    NoFde,            // the module has SFrame, but no FDE covers the PC (PLT without FDEs, static glibc)
-    TopmostOnlyRule,  // the row reads a register known only in the topmost frame (spec v3 appendix A)
+    None,           // no limit explains it: the SFrame row or the reference is wrong
+    NoModuleSframe, // the PC is in a module without an SFrame section (glibc built without
+                    // --gsframe)
+    NoFde, // the module has SFrame, but no FDE covers the PC (PLT without FDEs, static glibc)
+    TopmostOnlyRule,  // the row reads a register known only in the topmost frame (spec v3 appendix
+                      // A)
     Outermost,        // the SFrame row ends the stack (RA undefined) where the reference goes on
     UnreadableMemory, // a rule pointed at memory the target does not have
     BadFrame,         // the step gave an impossible frame (stack growing up, misaligned CFA, loop)
@@ -62,15 +65,15 @@ struct FrameMatch {
 
 struct Divergence {
     enum class Kind : std::uint8_t {
-        Pc,              // both have frame `frame`, with different PCs
-        Cfa,             // same PC, different CFA
+        Pc,  // both have frame `frame`, with different PCs
+        Cfa, // same PC, different CFA
         Sp,
         Fp,
-        SframeEnded,     // the SFrame walk has fewer frames
-        ReferenceEnded,  // the reference has fewer frames
+        SframeEnded,    // the SFrame walk has fewer frames
+        ReferenceEnded, // the reference has fewer frames
     };
     Kind kind = Kind::Pc;
-    std::size_t frame = 0;   // the first frame that differs or is missing on one side
+    std::size_t frame = 0; // the first frame that differs or is missing on one side
     SframeLimit limit = SframeLimit::None;
     // What differs and why, in a few sentences: the values on both sides, the
     // row SFrame used for the frame below, and the limit if one applies.
@@ -88,7 +91,8 @@ struct BacktraceComparison {
 
 // `sframe_stop` is why the SFrame walk ended (Backtrace::stop); an Outermost
 // stop with a reference that goes on is reported as such.
-BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe, const Error& sframe_stop,
+BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
+                                       const Error& sframe_stop,
                                        const std::vector<FrameView>& reference);
 
 // The views of a Backtrace's frames (pc, sp, fp, CFA once stepped, the row

@@ -16,8 +16,8 @@ namespace sfunwind {
 
 struct Module {
     std::string name;
-    std::uint64_t bias = 0;     // runtime address - link-time address
-    std::uint64_t begin = 0;    // runtime range covered by the module's code
+    std::uint64_t bias = 0;  // runtime address - link-time address
+    std::uint64_t begin = 0; // runtime range covered by the module's code
     std::uint64_t end = 0;
     // The Section refers to bytes that `owner` keeps alive (an ElfFile, a
     // buffer read from the target, ...).
@@ -33,14 +33,14 @@ struct Module {
 };
 
 class ModuleSet {
-public:
+  public:
     void add(Module module);
     // The module whose [begin, end) holds the runtime address, or null.
     const Module* find(std::uint64_t pc) const noexcept;
     const std::vector<Module>& modules() const noexcept { return modules_; }
     void clear() noexcept { modules_.clear(); }
 
-private:
+  private:
     std::vector<Module> modules_; // sorted by begin
 };
 

@@ -15,7 +15,7 @@
 namespace sfunwind {
 
 class RowSource {
-public:
+  public:
     virtual ~RowSource() = default;
     virtual Expected<Row> lookup(std::uint64_t link_pc) const = 0;
     virtual const Abi& abi() const noexcept = 0;
@@ -26,7 +26,7 @@ public:
 // Adapts a table type with lookup() and abi() (sframe::Section,
 // ppc64::TracebackIndex) to RowSource, sharing ownership of it.
 template <typename Table> class RowSourceOf final : public RowSource {
-public:
+  public:
     RowSourceOf(std::shared_ptr<const Table> table, std::string kind)
         : table_(std::move(table)), kind_(std::move(kind)) {}
     Expected<Row> lookup(std::uint64_t link_pc) const override { return table_->lookup(link_pc); }
@@ -34,7 +34,7 @@ public:
     std::string kind() const override { return kind_; }
     const Table& table() const noexcept { return *table_; }
 
-private:
+  private:
     std::shared_ptr<const Table> table_;
     std::string kind_;
 };

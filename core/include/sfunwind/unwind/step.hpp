@@ -20,7 +20,7 @@ namespace sfunwind {
 // Reads target memory. Implementations: ptrace, a core file, a debugger's
 // API, a test's fake stack, or the process itself.
 class MemoryReader {
-public:
+  public:
     virtual ~MemoryReader() = default;
     // Fills `out` from target address `addr`; false if any byte is unreadable.
     virtual bool read(std::uint64_t addr, std::span<std::uint8_t> out) = 0;
@@ -29,7 +29,7 @@ public:
 // Registers beyond pc/sp/fp/ra, for rules that name another register (v3
 // flexible FDEs, s390x v2 register-saved RA). Only consulted in the topmost frame.
 class RegisterSource {
-public:
+  public:
     virtual ~RegisterSource() = default;
     virtual std::optional<std::uint64_t> get(std::uint16_t dwarf_reg) = 0;
 };

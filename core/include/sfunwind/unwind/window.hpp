@@ -20,7 +20,7 @@ namespace sfunwind {
 struct ReadWindow {
     std::uint16_t base_reg = 0; // DWARF register number (the CFA's base register)
     std::int64_t offset = 0;
-    std::uint32_t size = 0;     // 0: step() reads no memory for this row
+    std::uint32_t size = 0; // 0: step() reads no memory for this row
 };
 
 // The smallest window holding every word step() reads for `row`, relative to
@@ -34,15 +34,16 @@ ReadWindow plan_reads(const Row& row);
 // Answers reads that lie inside prefetched bytes at `address`; passes the
 // others to `fallback` (null: they fail). The bytes must outlive the reader.
 class WindowMemory final : public MemoryReader {
-public:
-    WindowMemory(std::uint64_t address, std::span<const std::uint8_t> bytes, MemoryReader* fallback) noexcept
+  public:
+    WindowMemory(std::uint64_t address, std::span<const std::uint8_t> bytes,
+                 MemoryReader* fallback) noexcept
         : address_(address), bytes_(bytes), fallback_(fallback) {}
 
     bool read(std::uint64_t addr, std::span<std::uint8_t> out) override;
     // Reads the window could not answer (for tests and statistics).
     std::uint32_t fallback_reads() const noexcept { return fallback_reads_; }
 
-private:
+  private:
     std::uint64_t address_;
     std::span<const std::uint8_t> bytes_;
     MemoryReader* fallback_;
