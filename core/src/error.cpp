@@ -39,6 +39,10 @@ std::string to_hex(std::uint64_t value) {
 
 std::string Error::message() const {
     if (where_ == no_offset) return what_;
+    if (address_) {
+        const std::string at = to_hex(where_);
+        return what_.find(at) == std::string::npos ? what_ + " (at " + at + ")" : what_;
+    }
     char buf[48];
     std::snprintf(buf, sizeof buf, " (at offset 0x%llx)", static_cast<unsigned long long>(where_));
     return what_ + buf;

@@ -38,7 +38,8 @@ Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in,
     if (!fp && out.needs_fp) {
         fp = registers.get(abi.fp_reg);
         if (!fp)
-            return Error(Errc::UnsafeRule, "the frame pointer's value is not available", in.pc);
+            return Error(Errc::UnsafeRule, "the frame pointer's value is not available",
+                         Address{in.pc});
     }
     FrameRegs callee{in.pc, in.sp, fp.value_or(0), std::nullopt};
     // The link register holds the RA only while every register is live

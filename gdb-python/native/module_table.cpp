@@ -53,7 +53,7 @@ Expected<OpenModule> open_traceback_tables(const std::string& path,
     OpenModule m;
     m.name = path;
     m.elf = elf.get();
-    m.owner = elf;
+    m.owner = std::move(elf);
     m.functions = static_cast<std::uint32_t>(std::min<std::size_t>(tables, 0xffffffff));
     // Lookups outside a function's code fail on their own; the range only
     // lets the unwinder decline PCs in no executable section at once.
@@ -189,9 +189,10 @@ const Abi* ModuleTable::abi() const noexcept {
 
 Expected<FoundRow> ModuleTable::lookup(std::uint64_t pc) const {
     const Module* m = placed_.find(pc);
-    if (m == nullptr) return Error(Errc::NotFound, "no module with SFrame covers " + hex(pc), pc);
+    if (m == nullptr)
+        return Error(Errc::NotFound, "no module with SFrame covers " + hex(pc), Address{pc});
     auto row = m->lookup(pc - m->bias);
-    if (!row) return Error(row.error().code(), m->name + ": " + row.error().message(), pc);
+    if (!row) return Error(row.error().code(), m->name + ": " + row.error().message(), Address{pc});
     FoundRow out;
     out.row = *row;
     out.module = ids_.at(table_key(*m));

@@ -12,6 +12,18 @@
 
 namespace sfunwind::test {
 
+// Little-endian stores and loads, for patching copies of sections and files.
+inline void put_le(std::vector<std::uint8_t>& b, std::size_t at, std::uint64_t v, unsigned n) {
+    for (unsigned i = 0; i < n; ++i)
+        b.at(at + i) = static_cast<std::uint8_t>(v >> (8U * i));
+}
+inline std::uint64_t get_le(const std::vector<std::uint8_t>& b, std::size_t at, unsigned n) {
+    std::uint64_t v = 0;
+    for (unsigned i = 0; i < n; ++i)
+        v |= std::uint64_t{b.at(at + i)} << (8U * i);
+    return v;
+}
+
 inline std::filesystem::path shared_dir() {
     return SFUNWIND_SHARED_DIR;
 }

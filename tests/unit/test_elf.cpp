@@ -31,17 +31,8 @@ elf::ElfFile open(const std::string& name) {
     return std::move(*f);
 }
 
-// Little-endian stores, for patching copies of the x86-64 files.
-void put_le(std::vector<std::uint8_t>& b, std::size_t at, std::uint64_t v, unsigned n) {
-    for (unsigned i = 0; i < n; ++i)
-        b.at(at + i) = static_cast<std::uint8_t>(v >> (8U * i));
-}
-std::uint64_t get_le(const std::vector<std::uint8_t>& b, std::size_t at, unsigned n) {
-    std::uint64_t v = 0;
-    for (unsigned i = 0; i < n; ++i)
-        v |= std::uint64_t{b.at(at + i)} << (8U * i);
-    return v;
-}
+using test::get_le;
+using test::put_le;
 
 // Offset of section header `index` / program header `index` in a 64-bit
 // little-endian image (gABI: e_shoff at 0x28, e_phoff at 0x20).

@@ -625,3 +625,42 @@ TEST_CASE("a stack whose frames form a cycle ends within a bounded number of fra
         CHECK(bt.frames.size() == 64);
     }
 }
+
+TEST_CASE("a damaged FDE ends the walk with its error, and its frame has no row",
+          "[step][backtrace]") {
+    Built b =
+        build(v3_amd64(0x2000), {function(0x1000, 0x10, {fre(0, {7, 16}, at_cfa(-8), same())}),
+                                 function(0x1100, 0x10, {fre(0, {7, 8}, at_cfa(-8), same())})});
+    // v3 section 2.3: FDE index entries are 16 bytes, sfdi_func_start_fre_off
+    // at byte 12. Point the second function's FREs past the section; the
+    // section still parses (FDEs are decoded when looked up).
+    auto bytes = std::make_shared<std::vector<std::uint8_t>>(*b.bytes);
+    const std::size_t fde_at = 28 + (*bytes)[7] + test::get_le(*bytes, 20, 4) + 16 + 12;
+    test::put_le(*bytes, fde_at, 0xffffff00, 4);
+    auto s = Section::parse(*bytes, 0x2000);
+    REQUIRE(s.has_value());
+    b.bytes = bytes;
+    b.section = std::make_shared<const Section>(std::move(*s));
+    ModuleSet modules;
+    modules.add(module("a.out", b, 0, 0x1000, 0x1110));
+    FakeMemory mem(0x7ff000, 0x1000, ByteOrder::Little);
+    mem.put64(0x7ff808, 0x1105); // frame 0 returns into the damaged function
+
+    const Backtrace bt = backtrace(modules, regs(0x1004, 0x7ff800, 0), mem);
+    REQUIRE(bt.frames.size() == 2);
+    CHECK(bt.frames[0].row.has_value());
+    CHECK_FALSE(bt.frames[1].row.has_value());
+    CHECK(bt.frames[1].regs.pc == 0x1105);
+    CHECK(bt.stop.code() == Errc::Malformed);
+    CHECK(bt.stop.message().find("a.out: FDE 1:") == 0);
+}
+
+TEST_CASE("errors name a section offset or a target address as such", "[error]") {
+    CHECK(Error(Errc::Malformed, "bad FRE", 0x1c).message() == "bad FRE (at offset 0x1c)");
+    CHECK(Error(Errc::BadFrame, "CFA not aligned", Address{0x401871}).message() ==
+          "CFA not aligned (at 0x401871)");
+    CHECK(Error(Errc::NotFound, "nothing covers 0x401871", Address{0x401871}).message() ==
+          "nothing covers 0x401871");
+    CHECK(Error(Errc::NotFound, "nothing covers 0x401871", Address{0x401871}).is_address());
+    CHECK(Error(Errc::Io, "no file").message() == "no file");
+}

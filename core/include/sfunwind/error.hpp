@@ -31,21 +31,32 @@ std::string to_hex(std::uint64_t value);
 // Sentinel for "no location": errors about the input as a whole.
 inline constexpr std::uint64_t no_offset = ~std::uint64_t{0};
 
+// Where an error is in the target's address space (a pc, a traceback
+// table), not a byte offset in the input.
+struct Address {
+    std::uint64_t value;
+};
+
 class Error {
   public:
-    Error(Errc code, std::string what, std::uint64_t where = no_offset)
-        : code_(code), where_(where), what_(std::move(what)) {}
+    Error(Errc code, std::string what, std::uint64_t offset = no_offset)
+        : code_(code), where_(offset), what_(std::move(what)) {}
+    Error(Errc code, std::string what, Address address)
+        : code_(code), where_(address.value), address_(true), what_(std::move(what)) {}
 
     Errc code() const noexcept { return code_; }
-    // Byte offset in the section, or address in the target (see the message).
+    // Byte offset in the input, or an address in the target (is_address()).
     std::uint64_t where() const noexcept { return where_; }
+    bool is_address() const noexcept { return address_; }
     const std::string& what() const noexcept { return what_; }
-    // "what (at offset 0x1c)": the form every tool prints.
+    // "what (at offset 0x1c)", or "what (at 0x401871)" for an address the
+    // text does not already name: the form every tool prints.
     std::string message() const;
 
   private:
     Errc code_;
     std::uint64_t where_;
+    bool address_ = false;
     std::string what_;
 };
 

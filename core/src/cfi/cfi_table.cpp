@@ -90,20 +90,22 @@ Expected<CfiRow> CfiTable::Impl::row_in(Source s, std::uint64_t pc) const {
     Dwarf_CFI* cfi = cfi_of(s);
     const FdeRange* fde = fde_for(pc);
     if (cfi == nullptr)
-        return Error(Errc::NotFound, file_name + ": no " + to_string(s) + " CFI", pc);
+        return Error(Errc::NotFound, file_name + ": no " + to_string(s) + " CFI", Address{pc});
     Dwarf_Frame* raw = nullptr;
-    if (dwarf_cfi_addrframe(cfi, pc, &raw) != 0) {
+    const int failed = dwarf_cfi_addrframe(cfi, pc, &raw);
+    FramePtr frame(raw); // also when it failed: libdw.h promises nothing then
+    if (failed != 0) {
         // A PC inside an FDE we enumerated that libdw cannot evaluate is a
         // broken FDE; otherwise nothing covers the PC.
         if (fde != nullptr && fde->source == s)
             return Error(Errc::Malformed,
                          file_name + ": " + to_string(s) + ": cannot evaluate the CFI at " +
                              to_hex(pc) + ": " + libdw_message(),
-                         pc);
+                         Address{pc});
         return Error(Errc::NotFound,
-                     file_name + ": " + to_string(s) + ": no FDE covers " + to_hex(pc), pc);
+                     file_name + ": " + to_string(s) + ": no FDE covers " + to_hex(pc),
+                     Address{pc});
     }
-    FramePtr frame(raw);
 
     CfiRow row;
     row.source = s;
@@ -115,7 +117,7 @@ Expected<CfiRow> CfiTable::Impl::row_in(Source s, std::uint64_t pc) const {
         return Error(Errc::Malformed,
                      file_name + ": " + to_string(s) + ": no frame information at " + to_hex(pc) +
                          ": " + libdw_message(),
-                     pc);
+                     Address{pc});
     row.begin = start;
     row.end = end;
     if (fde != nullptr && fde->source == s) {
@@ -269,7 +271,7 @@ Expected<std::vector<CfiRow>> CfiTable::rows(const FdeRange& fde) const {
                          impl_->file_name + ": " + to_string(fde.source) + ": the row at " +
                              to_hex(pc) + " spans [" + to_hex(row->begin) + ", " +
                              to_hex(row->end) + ")",
-                         pc);
+                         Address{pc});
         // After DW_CFA_restore_state, libdw (0.188) reports the start of the
         // row that was remembered, not of the restored one: the row really
         // starts where the previous one ended.

@@ -245,7 +245,7 @@ Expected<FrameValues> CfiProbe::step(std::uint64_t pc) {
     if (s.frames == 0)
         return Error(Errc::Malformed,
                      m.file_name + ": libdwfl cannot start at " + to_hex(pc) + ": " + dwfl_error(),
-                     pc);
+                     Address{pc});
     FrameValues v;
     if (s.frames == 1) {
         // No caller frame: the RA is undefined there (libdwfl ends the walk
@@ -254,13 +254,15 @@ Expected<FrameValues> CfiProbe::step(std::uint64_t pc) {
             v.outermost = true;
             return v;
         }
-        return Error(
-            Errc::Malformed,
-            m.file_name + ": libdwfl cannot unwind from " + to_hex(pc) + ": " + dwfl_error(), pc);
+        return Error(Errc::Malformed,
+                     m.file_name + ": libdwfl cannot unwind from " + to_hex(pc) + ": " +
+                         dwfl_error(),
+                     Address{pc});
     }
     if (!s.have_caller || !s.caller_sp)
         return Error(Errc::Malformed,
-                     m.file_name + ": libdwfl gave no caller PC or SP at " + to_hex(pc), pc);
+                     m.file_name + ": libdwfl gave no caller PC or SP at " + to_hex(pc),
+                     Address{pc});
     // The caller's SP is the CFA plus the ABI offset (x86-64: 0).
     v.cfa = *s.caller_sp - static_cast<std::uint64_t>(std::int64_t{m.abi.sp_from_cfa});
     v.ra = s.caller_pc;

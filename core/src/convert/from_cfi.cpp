@@ -97,7 +97,7 @@ Expected<sframe::FdeSpec> plt_fde(check::detail::CfiProbe& probe, std::uint64_t 
         if (!row)
             return Error(Errc::Unsupported,
                          "the CFI at " + to_hex(pc) + " evaluates to values no SFrame rule gives",
-                         pc);
+                         Address{pc});
         const auto k = static_cast<std::size_t>((pc - begin) % period);
         if (pc < begin + period) {
             block[k] = *row;
@@ -107,7 +107,7 @@ Expected<sframe::FdeSpec> plt_fde(check::detail::CfiProbe& probe, std::uint64_t 
             return Error(Errc::Unsupported,
                          "the CFI at " + to_hex(pc) + " (" + describe(*row, abi) +
                              ") does not repeat every " + std::to_string(period) + " bytes",
-                         pc);
+                         Address{pc});
         }
     }
     sframe::FdeSpec fde;

@@ -147,7 +147,8 @@ const Function* TracebackIndex::function_at(std::uint64_t pc) const {
 
 Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
     const CodeRange* range = range_of(pc);
-    if (range == nullptr) return Error(Errc::NotFound, "no executable code at " + to_hex(pc), pc);
+    if (range == nullptr)
+        return Error(Errc::NotFound, "no executable code at " + to_hex(pc), Address{pc});
     const ByteView& code = range->bytes;
     const std::uint64_t first = (pc - range->vaddr) & ~std::uint64_t{3};
     const std::uint64_t limit = std::min<std::uint64_t>(code.size(), first + options_.max_scan);
@@ -173,12 +174,12 @@ Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
                              ", " + to_hex(sym->start + sym->size) + "), which holds " +
                              to_hex(pc) + ": the first zero word after it is at " + to_hex(at) +
                              (last_problem ? " (" + last_problem->what() + ")" : std::string()),
-                         pc);
+                         Address{pc});
         if (next_sym != nullptr && at >= next_sym->start)
             return Error(Errc::NotFound,
                          "no traceback table between " + to_hex(pc) + " and the next function, " +
                              next_sym->names.front() + " at " + to_hex(next_sym->start),
-                         pc);
+                         Address{pc});
         auto table = decode_table(code, range->vaddr, off, options_.decode);
         if (!table) {
             last_problem = std::move(table).error();
@@ -191,7 +192,7 @@ Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
                 return Error(Errc::NotFound,
                              to_hex(pc) + " is between functions: the next traceback table, at " +
                                  to_hex(at) + ", is for the function at " + to_hex(*start),
-                             pc);
+                             Address{pc});
             found.function_start = start;
             found.start_source = FoundTable::StartSource::TbOffset;
         } else if (sym != nullptr) {
@@ -209,7 +210,7 @@ Expected<FoundTable> TracebackIndex::find(std::uint64_t pc) const {
     std::string why = "no traceback table within " + to_hex(limit - first) + " bytes after " +
                       to_hex(pc) + " in " + range->name;
     if (last_problem) why += " (last zero word rejected: " + last_problem->what() + ")";
-    return Error(Errc::NotFound, why, pc);
+    return Error(Errc::NotFound, why, Address{pc});
 }
 
 bool TracebackIndex::never_returns(std::uint64_t target) const {
@@ -269,7 +270,7 @@ Expected<std::vector<RowDetail>> TracebackIndex::rows(const FoundTable& found, S
         return Error(Errc::NotFound,
                      "the function of the traceback table at " + to_hex(found.table.address) +
                          " has no known start (no tb_offset, no symbol)",
-                     found.table.address);
+                     Address{found.table.address});
     std::optional<FrameAnalysis> analysis;
     std::optional<Error> why;
     auto a = analyse(found);
@@ -312,9 +313,10 @@ Expected<RowDetail> TracebackIndex::lookup_detail(std::uint64_t pc) const {
     // word: data, not an instruction, with no rules of its own (rows() ends
     // before it too).
     if (at == found->table.address)
-        return Error(
-            Errc::NotFound,
-            to_hex(pc) + " is the traceback table's zero word, not inside its function's code", pc);
+        return Error(Errc::NotFound,
+                     to_hex(pc) +
+                         " is the traceback table's zero word, not inside its function's code",
+                     Address{pc});
     if (!found->function_start) {
         // No start, so no analysis: the body state, from the PC to the table.
         RowDetail d;
@@ -325,8 +327,8 @@ Expected<RowDetail> TracebackIndex::lookup_detail(std::uint64_t pc) const {
         d.row.pc_end = d.found.table.address;
         d.row.func_start = at;
         d.row.func_size = static_cast<std::uint32_t>(d.found.table.address - at);
-        d.analysis_error =
-            Error(Errc::NotFound, "the function start is unknown (no tb_offset, no symbol)", pc);
+        d.analysis_error = Error(
+            Errc::NotFound, "the function start is unknown (no tb_offset, no symbol)", Address{pc});
         return d;
     }
     if (pc != at) {
@@ -355,7 +357,7 @@ Expected<RowDetail> TracebackIndex::lookup_detail(std::uint64_t pc) const {
         RowDetail out = std::move(d);
         return out;
     }
-    return Error(Errc::NotFound, to_hex(pc) + " is not inside its function's code", pc);
+    return Error(Errc::NotFound, to_hex(pc) + " is not inside its function's code", Address{pc});
 }
 
 Expected<Row> TracebackIndex::lookup(std::uint64_t pc) const {
@@ -412,7 +414,7 @@ Listing TracebackIndex::by_scan() const {
                                               "traceback table at " + to_hex(found.table.address) +
                                                   ": tb_offset puts the function start " +
                                                   to_hex(*start) + " inside the previous function",
-                                              found.table.address);
+                                              Address{found.table.address});
                     continue;
                 }
                 found.function_start = start;
@@ -437,7 +439,7 @@ Listing TracebackIndex::by_scan() const {
                     "zero words at " + to_hex(found.table.address) +
                         " after code that no function symbol covers: padding, or an "
                         "all-zero table",
-                    found.table.address);
+                    Address{found.table.address});
                 continue;
             }
             const std::uint64_t next = (off + found.table.size + 3) & ~std::uint64_t{3};

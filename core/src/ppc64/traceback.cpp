@@ -82,7 +82,8 @@ class Reader {
 };
 
 Error malformed(const std::string& what, std::uint64_t address) {
-    return Error(Errc::Malformed, "traceback table at " + to_hex(address) + ": " + what, address);
+    return Error(Errc::Malformed, "traceback table at " + to_hex(address) + ": " + what,
+                 Address{address});
 }
 
 } // namespace
@@ -102,7 +103,7 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
     if (!code.load(offset, zero))
         return Error(Errc::Truncated,
                      "traceback table at " + to_hex(address) + " runs past the end of the code",
-                     address);
+                     Address{address});
     if (zero != 0) return malformed("does not start with a zero word", address);
     // 3.3: "A traceback table is word-aligned."
     if (address % 4 != 0) return malformed("is not word-aligned", address);
@@ -112,7 +113,7 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
         return Error(Errc::Truncated,
                      "traceback table at " + to_hex(address) +
                          ": mandatory fields run past the end of the code",
-                     address);
+                     Address{address});
     for (std::size_t i = 0; i < raw.size(); ++i)
         raw[i] = code.bytes()[offset + mandatory_offset + i];
 
@@ -189,7 +190,7 @@ Expected<TracebackTable> decode_table(ByteView code, std::uint64_t code_vaddr, s
                          "traceback table at " + to_hex(address) + ": name of " +
                              std::to_string(*len) + " bytes at " + to_hex(r.address()) +
                              " runs past the end of the code",
-                         address);
+                         Address{address});
         std::string name;
         name.reserve(*len);
         for (std::uint32_t i = 0; i < *len; ++i) {

@@ -9,7 +9,7 @@ namespace {} // namespace
 
 Expected<StepResult> step_frame(const ModuleSet& modules, const FrameRegs& callee, bool topmost,
                                 MemoryReader& memory, RegisterSource* extra,
-                                const StepOptions& options, Row* row_out,
+                                const StepOptions& options, std::optional<Row>* row_out,
                                 const Module** module_out) {
     const std::uint64_t pc = lookup_pc(callee.pc, !topmost);
     const Module* m = modules.find(pc);
@@ -38,12 +38,8 @@ Backtrace backtrace(const ModuleSet& modules, const FrameRegs& top, MemoryReader
         }
         Frame frame;
         frame.regs = regs;
-        Row row;
-        auto next =
-            step_frame(modules, regs, topmost, memory, extra, options.step, &row, &frame.module);
-        if (frame.module != nullptr && frame.module->has_rows() &&
-            (next || next.error().code() != Errc::NotFound))
-            frame.row = row;
+        auto next = step_frame(modules, regs, topmost, memory, extra, options.step, &frame.row,
+                               &frame.module);
         if (!next) {
             bt.frames.push_back(frame);
             bt.stop = std::move(next).error();
@@ -66,7 +62,7 @@ Backtrace backtrace(const ModuleSet& modules, const FrameRegs& top, MemoryReader
         regs = next->caller;
         // After a signal frame, the interrupted frame's PC is not a return
         // address: look it up as is.
-        topmost = row.signal_frame;
+        topmost = frame.row && frame.row->signal_frame;
     }
 }
 

@@ -26,13 +26,13 @@ class Stepper {
             return Error(Errc::UnsafeRule,
                          std::string(what) + " rule reads " + register_name(abi_, r) +
                              ", which is only known in the topmost frame",
-                         callee_.pc);
+                         Address{callee_.pc});
         if (extra_ != nullptr)
             if (auto v = extra_->get(r)) return *v;
         return Error(Errc::UnsafeRule,
                      std::string(what) + " rule reads " + register_name(abi_, r) +
                          ", whose value is not available",
-                     callee_.pc);
+                     Address{callee_.pc});
     }
 
     Expected<std::uint64_t> load(std::uint64_t addr, const char* what) const {
@@ -59,7 +59,7 @@ class Stepper {
                              std::string(what) +
                                  " is still in its register, which is only known in the "
                                  "topmost frame",
-                             callee_.pc);
+                             Address{callee_.pc});
             return *same;
         case RegRule::Kind::AtCfa:
             return load(cfa + off, what);
@@ -98,7 +98,7 @@ Expected<StepResult> step(const Row& row, const Abi& abi, const FrameRegs& calle
         return Error(Errc::UnsafeRule,
                      "the row at " + to_hex(callee.pc) +
                          " uses register rules valid only in the topmost frame",
-                     callee.pc);
+                     Address{callee.pc});
     const Stepper s(row, abi, callee, topmost, memory, extra);
 
     auto cfa_base = s.reg(row.cfa.reg, "CFA");
@@ -110,7 +110,8 @@ Expected<StepResult> step(const Row& row, const Abi& abi, const FrameRegs& calle
         cfa = *v;
     }
     if (cfa % 8 != 0)
-        return Error(Errc::BadFrame, "CFA " + to_hex(cfa) + " is not 8-byte aligned", callee.pc);
+        return Error(Errc::BadFrame, "CFA " + to_hex(cfa) + " is not 8-byte aligned",
+                     Address{callee.pc});
 
     StepResult out;
     out.cfa = cfa;
@@ -119,7 +120,7 @@ Expected<StepResult> step(const Row& row, const Abi& abi, const FrameRegs& calle
         return Error(Errc::BadFrame,
                      "caller SP " + to_hex(out.caller.sp) + " is below the callee's " +
                          to_hex(callee.sp) + ": the stack would grow up",
-                     callee.pc);
+                     Address{callee.pc});
 
     // "RA unchanged" means "still in the link register"; x86-64 has none.
     auto ra = s.apply(row.ra, cfa, abi.ra_in_register ? callee.ra : std::nullopt, "return address");

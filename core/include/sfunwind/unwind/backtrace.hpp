@@ -42,10 +42,11 @@ inline std::uint64_t lookup_pc(std::uint64_t pc, bool is_return_address) {
 
 // Steps one frame with the modules' rows: finds the module and row for
 // `callee` and applies step(). `topmost` as for step(); `row_out` receives the
-// row used.
+// row used, and stays empty when there is none (no module, no FDE, or a
+// damaged one).
 Expected<StepResult> step_frame(const ModuleSet& modules, const FrameRegs& callee, bool topmost,
                                 MemoryReader& memory, RegisterSource* extra,
-                                const StepOptions& options, Row* row_out = nullptr,
+                                const StepOptions& options, std::optional<Row>* row_out = nullptr,
                                 const Module** module_out = nullptr);
 
 Backtrace backtrace(const ModuleSet& modules, const FrameRegs& top, MemoryReader& memory,
