@@ -97,6 +97,9 @@ class StatusCommand final : public Command {
                     j.key("debug_frame_bytes").value(c.cache.debug_frame_bytes);
                     j.key("functions").value(c.cache.functions);
                     j.key("symbols_added").value(c.cache.symbols_added);
+                    j.key("skipped_fdes").value(c.cache.skipped_fdes);
+                    if (c.cache.skipped_fdes != 0)
+                        j.key("first_skipped").value(c.cache.first_skipped);
                     j.end_object();
                 }
                 j.end_object();

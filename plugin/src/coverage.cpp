@@ -76,8 +76,8 @@ std::vector<std::string> setting_paths(const char* name, const char* debugger_na
     return out;
 }
 
-bool run_command(lldb::SBDebugger& debugger, lldb::SBTarget target, const std::string& command,
-                 std::string* error) {
+bool run_command(lldb::SBDebugger& debugger, const lldb::SBTarget& target,
+                 const std::string& command, std::string* error) {
     lldb::SBCommandReturnObject result;
     lldb::SBExecutionContext context(target);
     debugger.GetCommandInterpreter().HandleCommand(command.c_str(), context, result, false);
@@ -323,7 +323,7 @@ std::string Coverage::serve(const std::string& build_id) {
     // Made by prepare() or install() with the right base (their stamps
     // are checked there): sent as it is.
     std::error_code ec;
-    if (const std::string made = files->path_for(build_id); std::filesystem::exists(made, ec))
+    if (std::string made = files->path_for(build_id); std::filesystem::exists(made, ec))
         return made;
     const auto file = catalog_.file(found.path, build_id);
     if (!file->section) return {};
@@ -401,7 +401,7 @@ std::string Coverage::separate_debug_file(std::vector<std::string> dirs,
     const std::string ours = cache_dir();
     for (const auto& d : dirs) {
         if (same_file(d, ours)) continue;
-        const std::string candidate = d + rel;
+        std::string candidate = d + rel;
         std::error_code ec;
         if (std::filesystem::exists(candidate, ec)) return candidate;
     }
@@ -581,7 +581,14 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
                               static_cast<unsigned long long>(c.cache.debug_frame_bytes),
                               static_cast<unsigned long long>(c.cache.sframe_bytes),
                               c.cache.milliseconds);
-                lines.push_back("generated " + c.debug_file + " for " + m.name + " (" + buf + ")");
+                std::string line =
+                    "generated " + c.debug_file + " for " + m.name + " (" + buf + ")";
+                // A damaged FDE has no DWARF FDE: LLDB unwinds that function
+                // with its other plans.
+                if (c.cache.skipped_fdes != 0)
+                    line += "; " + std::to_string(c.cache.skipped_fdes) +
+                            " SFrame FDE(s) not translated, the first: " + c.cache.first_skipped;
+                lines.push_back(line);
             }
         }
         if (c.state == ModuleCoverage::State::Failed) {

@@ -165,6 +165,7 @@ Expected<CacheEntry> DebugFileCache::ensure(const ModuleFile& file, const std::s
     entry.functions = frame->functions.size();
     entry.symbols_added = written->added_functions;
     entry.skipped_fdes = frame->skipped.size();
+    if (!frame->skipped.empty()) entry.first_skipped = frame->skipped.front().message();
     return entry;
 }
 

@@ -29,6 +29,7 @@ struct CacheEntry {
     std::uint64_t functions = 0;     // DWARF FDEs written
     std::uint64_t symbols_added = 0; // function symbols added for FDEs without one
     std::uint64_t skipped_fdes = 0;  // SFrame FDEs that could not be read
+    std::string first_skipped;       // why the first of them could not
 };
 
 // The directory used when none is configured: $SFUNWIND_LLDB_CACHE, else

@@ -14,7 +14,10 @@ int3 and, with the Python path, the native path and GDB alone:
 The corrupt-section copy (-badsframe, .sframe header with 0x10000 FDEs) must
 be reported once in `sframe status` (before and after run and every bt),
 unwound by GDB's own unwinders on both paths with the frames of GDB alone,
-and never counted as unwound by SFrame.
+and never counted as unwound by SFrame. The damaged-FDE copy (-badfre,
+level_2's FDE points at FREs past the section) must give GDB's own frames
+too, with every other frame unwound by SFrame and the failure reported with
+the FDE and the pc.
 
 usage: run_hostile_tests.py --gdb GDB --loader LOADER [--runs host|chroot]
 Exit status 1 if any check failed (a GDB that hangs past the time limit or
@@ -219,6 +222,44 @@ def check_corrupt(c, gdb, loader, program):
                 re.search(counter, out) is not None, out)
 
 
+def check_damaged_fde(c, gdb, loader, program):
+    """The -badfre copy: one FDE (level_2's) points at FREs past the end of
+    the section, the header and the other FDEs are sound. SFrame unwinds
+    the other frames, level_2's falls back to GDB's own unwinder, the
+    failure is reported with the FDE, and the backtrace is GDB's own."""
+    label = os.path.relpath(program, FIXTURES)
+    name = os.path.basename(program)
+    cmds = ["run", "bt", "sframe status", "sframe enable native", "bt", "sframe status", "frame 2",
+            "info symbol $pc", "sframe disable", "bt"]
+    results = session(gdb, loader, program, "huge", cmds)
+    if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
+        return
+    if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
+        return
+    reference = frames(results[9][1])
+    c.check("%s: GDB alone unwinds to main" % label,
+            names(reference) == ["hostile_leaf", "level_2", "level_1", "main"], str(names(reference)))
+    for idx, path in ((1, "python"), (4, "native")):
+        cmd, out, err, secs = results[idx]
+        c.check("%s [%s]: bt is GDB's own walk" % (label, path), err is None and frames(out) == reference,
+                "%s %s" % (err, names(frames(out))))
+    # hostile_leaf, level_1 and main by SFrame; level_2's FDE fails.
+    for idx, counter in ((2, r"python path: 3 frames unwound, \d+ ended the stack, 1 failures"),
+                         (5, r"native path [^:]*: 3 frames unwound, 1 declined, 1 failures")):
+        out = results[idx][1]
+        modules = [line for line in out.splitlines() if line.startswith("  ") and name + ": SFrame v" in line]
+        failure = re.search(r"last failure: \S*%s: FDE 2: .*FRE sub-section.* \(at (0x[0-9a-f]+)\)$" %
+                            re.escape(name), out, re.M)
+        # The pc looked up for a caller frame is its return address - 1.
+        at_level_2 = failure is not None and reference[1][1] is not None and \
+            int(failure.group(1), 16) == int(reference[1][1], 16) - 1
+        c.check("%s: `sframe status` #%d lists the module once, counts 3 frames by SFrame and names the "
+                "damaged FDE and level_2's pc" % (label, idx),
+                len(modules) == 1 and re.search(counter, out) is not None and at_level_2, out)
+    step_ok(c, label + " [native]", results[6])
+    step_ok(c, label + " [native]", results[7], r"^level_1 ")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gdb", default="gdb")
@@ -238,6 +279,9 @@ def main():
         program = os.path.join(FIXTURES, writer, "hostile-O2-nofp-static-badsframe")
         if not args.only or args.only in program:
             check_corrupt(c, args.gdb, loader, program)
+        program = os.path.join(FIXTURES, writer, "hostile-O2-nofp-static-badfre")
+        if not args.only or args.only in program:
+            check_damaged_fde(c, args.gdb, loader, program)
     print("%d checks, %d failed" % (c.count, c.failed))
     return 1 if c.failed or c.count == 0 else 0
 

@@ -13,7 +13,10 @@ its own caller, sp: RSP unmapped, huge: a 64 MiB frame), at the int3 stop:
 The corrupt-section copy (-badsframe, .sframe header with 0x10000 FDEs) is
 listed once in `sframe status`, without SFrame and with the reason, before
 and after the stop and every bt; LLDB's own `bt` still reaches main and
-`sframe bt` fails with a message, not a crash.
+`sframe bt` fails with a message, not a crash. The damaged-FDE copy
+(-badfre, level_2's FDE points at FREs past the section) is translated but
+for that FDE, which `sframe status` names; LLDB's own bt reaches main, and
+`sframe bt` stops at level_2 with the FDE's error.
 
 usage: test_hostile.py --plugin libsfunwind_lldb.so --lldb lldb-19 [--work DIR] [-v] [--only TEXT]
 """
@@ -144,6 +147,47 @@ def check_corrupt(s, res, path):
         s.delete(target)
 
 
+def check_damaged_fde(s, res, path):
+    """The -badfre copy: level_2's FDE points at FREs past the section, the
+    rest is sound. `sframe cover` translates the other FDEs and says which
+    one it could not; LLDB's own bt reaches main; `sframe bt` steps
+    hostile_leaf and stops at level_2 with the FDE's error, showing no row
+    for that frame."""
+    label = os.path.relpath(path, H.fixture())
+    name = os.path.basename(path)
+    target = s.create(path)
+    try:
+        ok, out, err = s.cmd("sframe cover")
+        res.check("%s: sframe cover" % label, ok, err)
+        process = s.launch(target, ["huge"])
+        res.check("%s: stopped" % label, process.GetState() == s.lldb.eStateStopped)
+        status = s.json_cmd("sframe status --json")
+        mods = [m for m in status["modules"] if m["name"] == name]
+        tr = mods[0].get("translation", {}) if len(mods) == 1 else {}
+        res.check("%s: sframe status --json lists the module once, with SFrame, one FDE not translated "
+                  "and why" % label,
+                  len(mods) == 1 and mods[0]["sframe"] is not None and tr.get("skipped_fdes") == 1 and
+                  tr.get("functions") == mods[0]["sframe"]["fdes"] - 1 and
+                  re.search(r"^FDE 2: .*FRE sub-section", tr.get("first_skipped", "")) is not None, str(mods))
+        ok, out, err, secs = timed(s, "bt")
+        names = [f[1] for f in lldb_frames(out)]
+        res.check("%s: LLDB's own bt reaches main (%.2f s)" % (label, secs),
+                  ok and names[:4] == ["hostile_leaf", "level_2", "level_1", "main"] and secs < MAX_SECONDS,
+                  str(names) + err)
+        ok, out, err, secs = timed(s, "sframe bt")
+        frames = re.findall(r"^  #(\d+) +pc=(0x[0-9a-f]+)", out, re.M)
+        rows = re.findall(r"^ +row: ", out, re.M)
+        res.check("%s: sframe bt steps hostile_leaf, stops at level_2 with the FDE's error, no row there "
+                  "(%.2f s)" % (label, secs),
+                  ok and len(frames) == 2 and len(rows) == 1 and secs < MAX_SECONDS and
+                  re.search(r"^stopped: %s: FDE 2: .*FRE sub-section" % re.escape(name), out, re.M) is not None,
+                  out[-600:] + err)
+        ok, out, err = s.cmd("register read rip")
+        res.check("%s: register read rip works" % label, ok and "rip = 0x" in out, out + err)
+    finally:
+        s.delete(target)
+
+
 def run(args, work, res):
     os.environ["SFUNWIND_LLDB_CACHE"] = os.path.join(work, "cache-hostile")
     shutil.rmtree(os.environ["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
@@ -159,6 +203,9 @@ def run(args, work, res):
         path = H.fixture(writer, "hostile-O2-nofp-static-badsframe")
         if not args.only or args.only in path:
             check_corrupt(s, res, path)
+        path = H.fixture(writer, "hostile-O2-nofp-static-badfre")
+        if not args.only or args.only in path:
+            check_damaged_fde(s, res, path)
 
 
 if __name__ == "__main__":
