@@ -63,7 +63,7 @@ void check_fde(const sframe::Section& s, std::uint32_t i, const sframe::FdeSpec&
 // CFI only through libdw, so it cannot refuse such a register before libdw
 // does. Failing allocations above 64 MiB, as a smaller machine would, makes
 // libdw report DWARF_E_NOMEM instead, and leaves the fuzzer's time for
-// sfunwind's own code. (See the issue 7 note: a known libdw limit.)
+// sfunwind's own code (README, Hardening: a known libdw limit).
 // NOLINTNEXTLINE(bugprone-reserved-identifier): the name ASan looks up
 extern "C" const char* __asan_default_options() {
     return "allocator_may_return_null=1:max_allocation_size_mb=64";
