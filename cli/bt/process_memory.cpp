@@ -25,7 +25,8 @@ bool ProcessMemory::read(std::uint64_t addr, std::span<std::uint8_t> out) {
 
 bool ProcessMemory::read_vm(std::uint64_t addr, std::span<std::uint8_t> out) {
     iovec local{out.data(), out.size()};
-    iovec remote{reinterpret_cast<void*>(addr), out.size()};
+    // The address is the traced process's, never dereferenced here.
+    iovec remote{reinterpret_cast<void*>(addr), out.size()}; // NOLINT(performance-no-int-to-ptr)
     const ssize_t n = ::process_vm_readv(pid_, &local, 1, &remote, 1, 0);
     return n >= 0 && static_cast<std::size_t>(n) == out.size();
 }
@@ -54,6 +55,7 @@ bool ProcessMemory::read_peek(std::uint64_t addr, std::span<std::uint8_t> out) {
     const std::uint64_t last = addr + (out.size() - 1); // read() ruled out wrapping
     for (std::uint64_t at = addr & ~std::uint64_t{word - 1};; at += word) {
         errno = 0;
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): an address in the tracee
         const long v = ::ptrace(PTRACE_PEEKDATA, tid_, reinterpret_cast<void*>(at), nullptr);
         if (errno != 0) return false;
         unsigned char bytes[word];

@@ -96,6 +96,7 @@ TracedProcess::launch(const std::vector<std::string>& argv) {
     if (argv.empty()) return Error(Errc::Io, "no program to run");
     std::vector<std::string> args = argv;
     std::vector<char*> cargs;
+    cargs.reserve(args.size() + 1);
     for (auto& a : args)
         cargs.push_back(a.data());
     cargs.push_back(nullptr);

@@ -24,18 +24,6 @@ constexpr std::array<OptionSpec, 2> show_options{{
     {'n', "name", true},
 }};
 
-const char* version_name(sframe::Version v) {
-    switch (v) {
-    case sframe::Version::V1:
-        return "v1";
-    case sframe::Version::V2:
-        return "v2";
-    case sframe::Version::V3:
-        return "v3";
-    }
-    return "?";
-}
-
 // The value of an address argument: a number, or $reg of the selected frame.
 std::optional<std::uint64_t> address_argument(lldb::SBTarget& target, const std::string& word) {
     if (auto n = parse_number(word)) return n;

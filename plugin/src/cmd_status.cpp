@@ -2,6 +2,7 @@
 // `sframe status`: which modules have SFrame (version, size, where found),
 // which `sframe bt` uses, and how LLDB's own unwinder is covered.
 #include "command.hpp"
+#include "format.hpp"
 #include "json_out.hpp"
 
 #include <array>
@@ -11,18 +12,6 @@ namespace sfunwind::lldb_plugin {
 namespace {
 
 constexpr std::array<OptionSpec, 1> status_options{{{'j', "json", false}}};
-
-const char* version_name(sframe::Version v) {
-    switch (v) {
-    case sframe::Version::V1:
-        return "v1";
-    case sframe::Version::V2:
-        return "v2";
-    case sframe::Version::V3:
-        return "v3";
-    }
-    return "?";
-}
 
 const char* how_found(elf::SframeLocation::How how) {
     switch (how) {

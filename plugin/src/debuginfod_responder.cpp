@@ -91,9 +91,7 @@ std::string build_id_of(std::string_view rest) {
     if (rest.size() < 2 || rest.size() > 128 || rest.size() % 2 != 0) return {};
     std::string id;
     for (const char c : rest) {
-        if (c >= '0' && c <= '9')
-            id += c;
-        else if (c >= 'a' && c <= 'f')
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
             id += c;
         else if (c >= 'A' && c <= 'F')
             id += static_cast<char>(c - 'A' + 'a');

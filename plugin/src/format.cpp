@@ -21,4 +21,16 @@ std::string hex(std::uint64_t v) {
     return buf;
 }
 
+const char* version_name(sframe::Version v) {
+    switch (v) {
+    case sframe::Version::V1:
+        return "v1";
+    case sframe::Version::V2:
+        return "v2";
+    case sframe::Version::V3:
+        return "v3";
+    }
+    return "?";
+}
+
 } // namespace sfunwind::lldb_plugin

@@ -2,6 +2,8 @@
 // Text helpers shared by the commands.
 #pragma once
 
+#include "sfunwind/sframe/format.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,5 +16,7 @@ std::string addr16(std::uint64_t v);
 std::string addr16(const std::optional<std::uint64_t>& v);
 // "0x1a2b", unpadded.
 std::string hex(std::uint64_t v);
+// "v1", "v2", "v3".
+const char* version_name(sframe::Version v);
 
 } // namespace sfunwind::lldb_plugin

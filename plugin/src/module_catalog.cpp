@@ -156,7 +156,7 @@ std::shared_ptr<const ModuleFile> ModuleCatalog::memory_file(lldb::SBTarget& tar
 namespace {
 
 // A module's identity as LLDB knows it: its file's path and name, and its UUID.
-bool identify(lldb::SBModule module, TargetModule& m) {
+bool identify(const lldb::SBModule& module, TargetModule& m) {
     if (!module.IsValid()) return false;
     m.module = module;
     const lldb::SBFileSpec spec = module.GetFileSpec();

@@ -94,7 +94,9 @@ std::vector<std::string> needed_libraries(const elf::ElfFile& program, const std
             std::vector<std::string> dirs = d.search;
             dirs.insert(dirs.end(), system_dirs.begin(), system_dirs.end());
             for (const auto& dir : dirs) {
-                const std::string candidate = dir + "/" + name;
+                std::string candidate = dir;
+                candidate += '/';
+                candidate += name;
                 std::error_code ec;
                 if (!std::filesystem::is_regular_file(candidate, ec)) continue;
                 out.push_back(candidate);

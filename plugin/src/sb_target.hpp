@@ -28,7 +28,7 @@ std::string lldb_register_name(const Abi& abi, std::uint16_t dwarf_reg);
 
 class SbMemory final : public MemoryReader {
   public:
-    explicit SbMemory(lldb::SBProcess process) : process_(std::move(process)) {}
+    explicit SbMemory(const lldb::SBProcess& process) : process_(process) {}
     bool read(std::uint64_t addr, std::span<std::uint8_t> out) override;
     std::uint64_t reads() const noexcept { return reads_; }
 
@@ -46,7 +46,7 @@ std::optional<std::uint64_t> read_register(lldb::SBFrame& frame, const Abi& abi,
 // FDEs, s390x register-saved RA).
 class SbRegisters final : public RegisterSource {
   public:
-    SbRegisters(lldb::SBFrame frame, const Abi& abi) : frame_(std::move(frame)), abi_(abi) {}
+    SbRegisters(const lldb::SBFrame& frame, const Abi& abi) : frame_(frame), abi_(abi) {}
     std::optional<std::uint64_t> get(std::uint16_t dwarf_reg) override;
 
   private:

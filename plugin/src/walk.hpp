@@ -51,7 +51,7 @@ struct SframeWalk {
 // asking the thread for its frames from inside a provider would recurse).
 Expected<std::unique_ptr<SframeWalk>> sframe_walk(ModuleCatalog& catalog, StopContext& stop,
                                                   std::uint32_t max_frames,
-                                                  std::optional<FrameRegs> top = std::nullopt);
+                                                  std::optional<FrameRegs> given = std::nullopt);
 
 // LLDB's frames of the thread, inlined and artificial frames left out (they
 // share the registers of the concrete frame below them): pc, CFA, sp and the

@@ -57,7 +57,9 @@ class Emitter {
     void sleb(std::int64_t v) {
         while (true) {
             const auto b = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) & 0x7fU);
-            v >>= 7; // arithmetic shift: C++20 defines it for negative values
+            // Arithmetic shift: C++20 defines it for negative values.
+            // cppcheck-suppress shiftNegativeLHS
+            v >>= 7;
             const bool sign = (b & 0x40U) != 0;
             if ((v == 0 && !sign) || (v == -1 && sign)) {
                 out_.push_back(b);

@@ -56,7 +56,7 @@ class CfiProbe {
 
     CfiProbe(CfiProbe&&) noexcept;
     CfiProbe& operator=(CfiProbe&&) noexcept;
-    ~CfiProbe();
+    ~CfiProbe(); // NOLINT(performance-trivially-destructible): Impl is complete in the .cpp only
 
     // One step of libdwfl's CFI unwinder from `pc` on the model.
     Expected<FrameValues> step(std::uint64_t pc);

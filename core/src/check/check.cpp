@@ -434,9 +434,9 @@ void Checker::compare_at(Function& fn, std::uint64_t pc, std::uint64_t end,
     else
         f.cfi = "no CFI FDE covers " + to_hex(pc);
 
-    if (!have_s && srow.error().code() != Errc::NotFound) {
-        f.verdict = Verdict::Error;
-    } else if (crow == nullptr && cfi_error != nullptr) {
+    // Either side failing to read is an error of the input, not a verdict.
+    if ((!have_s && srow.error().code() != Errc::NotFound) ||
+        (crow == nullptr && cfi_error != nullptr)) {
         f.verdict = Verdict::Error;
     } else if (!have_s && crow == nullptr) {
         return; // a hole in both (between FDEs of one group): nothing to compare

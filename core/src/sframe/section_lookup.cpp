@@ -192,6 +192,8 @@ bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned
     for (unsigned i = 0; i < count; ++i, p += size) {
         switch (size) {
         case 1:
+            // FRE data words are signed (SFrame section 2.4): sign-extend.
+            // NOLINTNEXTLINE(bugprone-signed-char-misuse)
             out[i] = endian_load<std::int8_t, 1, order::little>(p);
             break;
         case 2:

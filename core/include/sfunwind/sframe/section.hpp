@@ -151,10 +151,10 @@ class Section {
     // The workers behind fde(), fre_at(), row() and find_fde(): they fill a
     // caller's object, so a lookup copies no Fde or Fre through an Expected.
     Status decode_fde(std::uint32_t index, Fde& out) const;
-    Status decode_fre(const Fde& fde, std::uint64_t offset, Fre& out) const;
+    Status decode_fre(const Fde& fde, std::uint64_t offset, Fre& fre) const;
     Status fill_row(const Fde& fde, std::uint64_t fre_offset, std::uint32_t fre_start,
                     bool mangled_ra, const FreWords& words, std::uint32_t fre_index,
-                    std::uint64_t next_start, Row& out) const;
+                    std::uint64_t next_start, Row& row) const;
     Status find_fde_into(std::uint64_t pc, Fde& out) const;
 
     ByteView view_;
