@@ -149,6 +149,11 @@ class StatusCommand final : public Command {
             if (c.has_eh_frame && c.state == ModuleCoverage::State::InUse)
                 lldb_line += "; the module's own .eh_frame comes first where it covers a PC";
             result.Printf("  LLDB unwind plans: %s\n", lldb_line.c_str());
+            // Known only when the file was made in this session.
+            if (c.cache.skipped_fdes != 0)
+                result.Printf("  not translated: %llu SFrame FDE(s), the first: %s\n",
+                              static_cast<unsigned long long>(c.cache.skipped_fdes),
+                              c.cache.first_skipped.c_str());
         }
         return true;
     }

@@ -169,6 +169,10 @@ def check_damaged_fde(s, res, path):
                   len(mods) == 1 and mods[0]["sframe"] is not None and tr.get("skipped_fdes") == 1 and
                   tr.get("functions") == mods[0]["sframe"]["fdes"] - 1 and
                   re.search(r"^FDE 2: .*FRE sub-section", tr.get("first_skipped", "")) is not None, str(mods))
+        ok, out, err = s.cmd("sframe status")
+        res.check("%s: sframe status names the FDE it could not translate, once" % label,
+                  ok and len(re.findall(r"^  not translated: 1 SFrame FDE\(s\), the first: FDE 2: .*FRE sub-section",
+                                        out, re.M)) == 1, out + err)
         ok, out, err, secs = timed(s, "bt")
         names = [f[1] for f in lldb_frames(out)]
         res.check("%s: LLDB's own bt reaches main (%.2f s)" % (label, secs),
