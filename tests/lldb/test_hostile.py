@@ -120,6 +120,14 @@ def corrupt_reported_once(s, res, label, name):
               ok_ and len(lines) == 1 and re.search(r"SFrame: none \(.*65536 FDEs", out) is not None, out + err)
 
 
+def own_bt_reaches_main(s, res, tag):
+    ok, out, err, secs = timed(s, "bt")
+    names = [f[1] for f in lldb_frames(out)]
+    res.check("%s: LLDB's own bt reaches main (%.2f s)" % (tag, secs),
+              ok and names[:4] == ["hostile_leaf", "level_2", "level_1", "main"] and secs < MAX_SECONDS,
+              str(names) + err)
+
+
 def check_corrupt(s, res, path):
     label = os.path.relpath(path, H.fixture())
     name = os.path.basename(path)
@@ -131,11 +139,7 @@ def check_corrupt(s, res, path):
         corrupt_reported_once(s, res, label + " at the stop", name)
         for round_ in (1, 2):
             tag = "%s (#%d)" % (label, round_)
-            ok, out, err, secs = timed(s, "bt")
-            names = [f[1] for f in lldb_frames(out)]
-            res.check("%s: LLDB's own bt reaches main (%.2f s)" % (tag, secs),
-                      ok and names[:4] == ["hostile_leaf", "level_2", "level_1", "main"] and secs < MAX_SECONDS,
-                      str(names) + err)
+            own_bt_reaches_main(s, res, tag)
             ok, out, err, secs = timed(s, "sframe bt")
             res.check("%s: sframe bt answers with a reason (%.2f s)" % (tag, secs),
                       secs < MAX_SECONDS and re.search(r"SFrame|sframe|no-module", out + err) is not None,
@@ -173,11 +177,7 @@ def check_damaged_fde(s, res, path):
         res.check("%s: sframe status names the FDE it could not translate, once" % label,
                   ok and len(re.findall(r"^  not translated: 1 SFrame FDE\(s\), the first: FDE 2: .*FRE sub-section",
                                         out, re.M)) == 1, out + err)
-        ok, out, err, secs = timed(s, "bt")
-        names = [f[1] for f in lldb_frames(out)]
-        res.check("%s: LLDB's own bt reaches main (%.2f s)" % (label, secs),
-                  ok and names[:4] == ["hostile_leaf", "level_2", "level_1", "main"] and secs < MAX_SECONDS,
-                  str(names) + err)
+        own_bt_reaches_main(s, res, label)
         ok, out, err, secs = timed(s, "sframe bt")
         frames = re.findall(r"^  #(\d+) +pc=(0x[0-9a-f]+)", out, re.M)
         rows = re.findall(r"^ +row: ", out, re.M)

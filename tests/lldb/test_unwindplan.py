@@ -190,6 +190,14 @@ def covered(s, thread, frames):
     return out
 
 
+def caller_frames_off_plan(cov, plans, skip=(), allowed=("DWARF CFI",)):
+    """The caller frames with an SFrame FDE (`cov`, less `skip`), and those
+    of them whose plan in the unwind log is not one of `allowed`
+    (frame -> plan)."""
+    want = [k for k in sorted(cov) if k >= 1 and k not in skip]
+    return want, {k: plans.get(k) for k in want if plans.get(k) not in allowed}
+
+
 # How the command flow names `target create` for some programs: its alias,
 # and options before the program (the plugin reads the program's path past them).
 CREATE_COMMANDS = {
@@ -295,9 +303,8 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
         # Every caller frame with an FDE was unwound with the generated CFI,
         # apart from one interrupted by a signal, where LLDB picks its plan as
         # for frame 0.
-        want = [k for k in sorted(cov) if k >= 1 and k not in after_trap]
-        wrong = {k: plans.get(k) for k in want
-                 if plans.get(k) not in ("DWARF CFI", "fast: x86_64 default unwind plan")}
+        want, wrong = caller_frames_off_plan(cov, plans, after_trap,
+                                             ("DWARF CFI", "fast: x86_64 default unwind plan"))
         fast = [k for k in want if plans.get(k, "").startswith("fast")]
         if fast:
             print("note %s: frames %s used LLDB's frame-pointer fast path (rbp frames), as with CFI" % (label, fast))
@@ -431,8 +438,7 @@ def check_attach(args, res, work):
         res.check("attach: LLDB's bt has the program's frames", at >= 0 and names[at:at + 4] == chain, repr(names))
         cov = covered(s, thread, frames)
         plans = plans_from_log(log)
-        want = [k for k in sorted(cov) if k >= 1]
-        wrong = {k: plans.get(k) for k in want if plans.get(k) != "DWARF CFI"}
+        want, wrong = caller_frames_off_plan(cov, plans)
         res.check("attach: LLDB used 'DWARF CFI' for the %d caller frames with an FDE" % len(want),
                   len(want) >= 3 and not wrong, "frame -> plan: %s" % wrong)
         st = s.json_cmd("sframe status --json")
@@ -551,8 +557,7 @@ def check_dlopen(args, res, work):
                   names[:5] == ["lib_leaf", "lib_mid", "lib_entry", "call_it", "main"], repr(names))
         cov = covered(s, thread, frames)
         plans = plans_from_log(log)
-        want = [k for k in sorted(cov) if k >= 1]
-        wrong = {k: plans.get(k) for k in want if plans.get(k) != "DWARF CFI"}
+        want, wrong = caller_frames_off_plan(cov, plans)
         res.check("dlopen: LLDB used 'DWARF CFI' for the %d caller frames with an FDE" % len(want),
                   len(want) >= 4 and not wrong, "frame -> plan: %s" % wrong)
         st = s.json_cmd("sframe status --json")
