@@ -1,17 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# seed.sh: build the fuzz targets' seed corpora from the shared SFrame test
-# vectors (shared/test-vectors/gas-sframe/*.json) and the committed fixtures
+# seed.sh: build the fuzz targets' seed corpora from the GNU as SFrame test
+# vectors (tests/vectors/gas-sframe/*.json) and the committed fixtures
 # (tests/fixtures, tests/unit/data). One directory per target under OUT.
 #
 # Usage: fuzz/seed.sh [OUT]     (default: build/fuzz/seeds)
-# Environment: SFUNWIND_SHARED_DIR overrides ../shared next to the repository.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-$repo/build/fuzz/seeds}
-shared=${SFUNWIND_SHARED_DIR:-$repo/../shared}
-[[ -d "$shared/test-vectors/gas-sframe" ]] || { echo "seed.sh: no test vectors in $shared" >&2; exit 1; }
 
 # The seed directories are rebuilt from scratch; refuse to clear anything
 # that does not look like one.
@@ -21,4 +18,4 @@ if [[ -e "$out" && ! -d "$out/fuzz_section" && -n "$(ls -A "$out" 2>/dev/null)" 
 fi
 rm -rf "$out"
 mkdir -p "$out"
-python3 "$repo/fuzz/seed_corpus.py" --repo "$repo" --shared "$shared" --out "$out"
+python3 "$repo/fuzz/seed_corpus.py" --repo "$repo" --out "$out"

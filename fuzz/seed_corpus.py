@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Seed corpora for the fuzz targets (fuzz/seed.sh runs this).
 
-Sections come from the shared GNU as test vectors (their "content" bytes) and
+Sections come from the GNU as test vectors in tests/vectors (their "content" bytes) and
 from the .sframe section of every committed fixture. ELF seeds are the small
 fixtures and tests/unit/data files themselves. The ppc64 seeds are pieces of
 the traceback-table fixtures' .text with the function symbols inside them.
@@ -139,7 +139,6 @@ def tbtab_seeds(elf, corpus):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", type=pathlib.Path, required=True)
-    ap.add_argument("--shared", type=pathlib.Path, required=True)
     ap.add_argument("--out", type=pathlib.Path, required=True)
     args = ap.parse_args()
 
@@ -147,7 +146,7 @@ def main():
     corpora = {n: Corpus(args.out, n) for n in names}
 
     sections = []
-    for path in sorted((args.shared / "test-vectors" / "gas-sframe").glob("*.json")):
+    for path in sorted((args.repo / "tests" / "vectors" / "gas-sframe").glob("*.json")):
         sections.append(bytes(json.loads(path.read_text())["content"]))
 
     elf_files = sorted(p for d in ("tests/fixtures/bin", "tests/unit/data")

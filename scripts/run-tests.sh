@@ -5,7 +5,7 @@
 # Stages (each one's result is printed; the last line is "N passed, M failed"):
 #   1. host packages (scripts/setup-host.sh)
 #   2. build (CMake preset "default") and the CTest suite: unit tests on the
-#      shared test vectors and the committed fixtures, CLI tests (sfunwind bt
+#      GNU as test vectors (tests/vectors) and the committed fixtures, CLI tests (sfunwind bt
 #      --compare-cfi, live and on core dumps), GDB 13 and LLDB 19 tests
 #   3. the CTest suite again under ASan + UBSan (preset "sanitize"), and a
 #      short run of every libFuzzer target (scripts/fuzz.sh, clang, ASan +

@@ -6,9 +6,6 @@
 # with the PC-relative flag), including the PLT calls into a shared library.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# The unit tests read the shared test vectors beside the repository.
-SFUNWIND_CHROOT_BINDS="${SFUNWIND_CHROOT_BINDS:-} $(cd "$repo/../shared" && pwd)"
-export SFUNWIND_CHROOT_BINDS
 exec "$repo/scripts/sid-chroot.sh" run -- bash -c '
   set -euo pipefail
   cd "'"$repo"'"

@@ -24,11 +24,12 @@ inline std::uint64_t get_le(const std::vector<std::uint8_t>& b, std::size_t at, 
     return v;
 }
 
-inline std::filesystem::path shared_dir() {
-    return SFUNWIND_SHARED_DIR;
-}
 inline std::filesystem::path source_dir() {
     return SFUNWIND_SOURCE_DIR;
+}
+// The GNU as test vectors kept in the repository (tests/vectors/gas-sframe/README.md).
+inline std::filesystem::path gas_vectors_dir() {
+    return source_dir() / "tests" / "vectors" / "gas-sframe";
 }
 
 inline std::string read_text(const std::filesystem::path& p) {

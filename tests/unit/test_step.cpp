@@ -92,7 +92,7 @@ Module module(const std::string& name, const Built& b, std::uint64_t bias, std::
 
 std::vector<std::uint8_t> vector_bytes(const std::string& name) {
     const auto j = nlohmann::json::parse(
-        test::read_text(test::shared_dir() / "test-vectors" / "gas-sframe" / name));
+        test::read_text(test::gas_vectors_dir() / name));
     return j.at("content").get<std::vector<std::uint8_t>>();
 }
 

@@ -367,7 +367,7 @@ using test::Vector;
 
 std::vector<std::uint8_t> vector_bytes(const std::string& name) {
     const auto j = nlohmann::json::parse(
-        test::read_text(test::shared_dir() / "test-vectors" / "gas-sframe" / name));
+        test::read_text(test::gas_vectors_dir() / name));
     return j.at("content").get<std::vector<std::uint8_t>>();
 }
 

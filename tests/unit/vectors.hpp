@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The shared GNU as test vectors (../shared/test-vectors/gas-sframe/*.json):
+// The GNU as test vectors (tests/vectors/gas-sframe/*.json):
 // a section's bytes, its address, and what that release's objdump printed.
 #pragma once
 
@@ -23,8 +23,7 @@ struct Vector {
 // Every vector, sorted by file name.
 inline std::vector<Vector> load_vectors() {
     std::vector<Vector> out;
-    for (const auto& e :
-         std::filesystem::directory_iterator(shared_dir() / "test-vectors" / "gas-sframe")) {
+    for (const auto& e : std::filesystem::directory_iterator(gas_vectors_dir())) {
         if (e.path().extension() != ".json") continue;
         const auto j = nlohmann::json::parse(read_text(e.path()));
         out.push_back({e.path().filename().string(), j.at("section_base").get<std::uint64_t>(),
