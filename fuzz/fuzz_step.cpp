@@ -121,8 +121,10 @@ std::optional<std::uint64_t> base_value(std::uint16_t reg, const Abi& abi, const
 bool same(const Expected<StepResult>& a, const Expected<StepResult>& b) {
     if (a.has_value() != b.has_value()) return false;
     if (!a) return a.error().code() == b.error().code();
-    return a->cfa == b->cfa && a->caller.pc == b->caller.pc && a->caller.sp == b->caller.sp &&
-           a->caller.fp == b->caller.fp && a->fp_restored == b->fp_restored;
+    if (a->caller.has_value() != b->caller.has_value()) return false;
+    if (!a->caller) return a->end == b->end;
+    return a->cfa == b->cfa && a->caller->pc == b->caller->pc && a->caller->sp == b->caller->sp &&
+           a->caller->fp == b->caller->fp && a->fp_restored == b->fp_restored;
 }
 
 void check_step(const Row& row, const Abi& abi, const FrameRegs& regs, bool topmost, Stack& stack,
@@ -130,12 +132,13 @@ void check_step(const Row& row, const Abi& abi, const FrameRegs& regs, bool topm
     stack.reads_.clear();
     auto r = step(row, abi, regs, topmost, stack, &extra, options);
     if (row.outermost)
-        require(!r && r.error().code() == Errc::Outermost, "an outermost row ends the stack");
-    if (r) {
+        require(r && r->outermost() && r->end == StackEnd::RaUndefined,
+                "an outermost row ends the stack, without an error");
+    if (r && r->caller) {
         require(r->cfa % 8 == 0, "the CFA is 8-byte aligned");
         if (options.check_stack_direction && !row.signal_frame)
-            require(r->caller.sp >= regs.sp, "the caller's SP is not below the callee's");
-        require(r->caller.pc != 0, "a zero RA is Outermost, not a caller");
+            require(r->caller->sp >= regs.sp, "the caller's SP is not below the callee's");
+        require(r->caller->pc != 0, "a zero RA ends the stack, it is not a caller");
     }
 
     // The bridges' prefetch: every read inside the planned window, unless
@@ -220,7 +223,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     regs.fp = decode.value(fp);
     if ((flags & 2U) != 0) regs.ra = decode.value(ra);
 
-    if (auto row = s.lookup(lookup_pc(regs.pc, !topmost)))
+    if (auto row = s.lookup(FrameAddress::of_frame(regs.pc, topmost).lookup_address()))
         check_step(*row, abi, regs, topmost, stack, extra, other_value, options);
 
     // The whole walk, over a module set holding this section.

@@ -44,8 +44,8 @@ int collect_frame(Dwfl_Frame* state, void* arg) {
     Dwarf_Word v = 0;
     if (dwfl_frame_reg(state, ctx->abi->sp_reg, &v) == 0) f.sp = v;
     if (dwfl_frame_reg(state, ctx->abi->fp_reg, &v) == 0) f.fp = v;
-    // A return address may be one past the end of a noreturn call's function.
-    const Dwarf_Addr lookup = activation || pc == 0 ? pc : pc - 1;
+    // libdwfl's "activation" frames have a precise PC (frame 0, signal frames).
+    const Dwarf_Addr lookup = FrameAddress::of_frame(pc, activation).lookup_address();
     if (Dwfl_Module* mod = dwfl_addrmodule(ctx->dwfl, lookup)) {
         f.module = base_name(
             dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr));
@@ -226,8 +226,9 @@ std::map<pid_t, CfiBacktrace> DwflSession::unwind_all(const Abi& abi, std::uint3
     return std::move(all.out);
 }
 
-SymbolName DwflSession::symbol(std::uint64_t pc, bool is_return_address) {
-    const Dwarf_Addr lookup = is_return_address && pc != 0 ? pc - 1 : pc;
+SymbolName DwflSession::symbol(FrameAddress address) {
+    const std::uint64_t pc = address.address();
+    const Dwarf_Addr lookup = address.lookup_address();
     Dwfl_Module* mod = dwfl_addrmodule(impl_->dwfl, lookup);
     if (mod == nullptr) return {};
     GElf_Off off = 0;

@@ -72,7 +72,7 @@ class DwflSession {
     // The function containing `pc` by libdwfl's lookup, which also reads
     // separate debug files (.gnu_debuglink, build-id) that ElfFile does not:
     // Debian's libc6-dbg names glibc's local functions this way.
-    SymbolName symbol(std::uint64_t pc, bool is_return_address);
+    SymbolName symbol(FrameAddress address);
 
     // Every thread with its initial registers: the first frame libdwfl
     // builds (dwfl_thread_getframes calls the core's set_initial_registers),

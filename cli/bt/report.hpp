@@ -31,11 +31,8 @@ struct Report {
 };
 
 // The function containing a frame's PC: the module's own symbols, else libdwfl's.
-SymbolName frame_symbol(const Report& report, std::uint64_t pc, bool is_return_address);
+SymbolName frame_symbol(const Report& report, FrameAddress address);
 
-// Whether SFrame frame i's PC is a return address (every caller frame, unless
-// the frame below it was a signal frame, whose interrupted PC is exact).
-bool is_return_address(const Backtrace& bt, std::size_t i);
 
 void print_text(const Report& report, std::FILE* out);
 void print_json(const Report& report, std::FILE* out);

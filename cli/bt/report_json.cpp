@@ -34,9 +34,8 @@ json sframe_json(const Report& r, const ThreadWalk& t) {
     const Backtrace& bt = t.sframe;
     for (std::size_t i = 0; i < bt.frames.size(); ++i) {
         const Frame& f = bt.frames[i];
-        const bool ret = is_return_address(bt, i);
-        const SymbolName sym = frame_symbol(r, f.regs.pc, ret);
-        const TargetModule* m = r.modules->find(lookup_pc(f.regs.pc, ret));
+        const SymbolName sym = frame_symbol(r, f.address);
+        const TargetModule* m = r.modules->find(f.address.lookup_address());
         json j{{"index", i},
                {"pc", to_hex(f.regs.pc)},
                {"sp", to_hex(f.regs.sp)},
@@ -52,7 +51,7 @@ json sframe_json(const Report& r, const ThreadWalk& t) {
             {"end",
              {{"kind", to_string(t.end)},
               {"message", t.end_message},
-              {"code", to_string(bt.stop.code())}}}};
+              {"code", bt.stop.code_name()}}}};
 }
 
 json cfi_json(const CfiBacktrace& cfi) {

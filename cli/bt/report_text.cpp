@@ -19,8 +19,8 @@ std::string symbol_text(const std::string& name, std::uint64_t offset) {
     return name.empty() ? "??" : name + "+" + to_hex(offset);
 }
 
-std::string module_text(const Report& r, std::uint64_t pc, bool is_return_address) {
-    const TargetModule* m = r.modules->find(lookup_pc(pc, is_return_address));
+std::string module_text(const Report& r, FrameAddress address) {
+    const TargetModule* m = r.modules->find(address.lookup_address());
     return m != nullptr ? m->short_name() : "?";
 }
 
@@ -92,11 +92,10 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
     const Backtrace& bt = t.sframe;
     for (std::size_t i = 0; i < bt.frames.size(); ++i) {
         const Frame& f = bt.frames[i];
-        const bool ret = is_return_address(bt, i);
-        const SymbolName sym = frame_symbol(r, f.regs.pc, ret);
+        const SymbolName sym = frame_symbol(r, f.address);
         std::fprintf(out, "#%-3zu %s in %s (%s) ", i, pc_text(f.regs.pc).c_str(),
                      symbol_text(sym.name, sym.offset).c_str(),
-                     module_text(r, f.regs.pc, ret).c_str());
+                     module_text(r, f.address).c_str());
         if (i + 1 < bt.frames.size()) std::fprintf(out, " cfa=%s", to_hex(f.cfa).c_str());
         std::fprintf(out, " sp=%s fp=%s", to_hex(f.regs.sp).c_str(), to_hex(f.regs.fp).c_str());
         if (f.row) std::fprintf(out, "  [row: %s]", describe(*f.row, r.abi).c_str());

@@ -110,13 +110,13 @@ ModuleSet TargetModules::sframe_modules() const {
     return set;
 }
 
-SymbolName TargetModules::symbol(std::uint64_t pc, bool is_return_address) const {
-    const std::uint64_t at = is_return_address && pc != 0 ? pc - 1 : pc;
+SymbolName TargetModules::symbol(FrameAddress address) const {
+    const std::uint64_t at = address.lookup_address();
     const TargetModule* m = find(at);
     if (m == nullptr || !m->elf) return {};
     const elf::Symbol* sym = m->elf->symbol_for(at - m->bias);
     if (sym == nullptr) return {};
-    return {sym->name, pc - m->bias - sym->value};
+    return {sym->name, address.address() - m->bias - sym->value};
 }
 
 TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps,

@@ -8,6 +8,7 @@
 #include "proc_maps.hpp"
 #include "sfunwind/elf/elf_file.hpp"
 #include "sfunwind/sframe/section.hpp"
+#include "sfunwind/unwind/frame_address.hpp"
 #include "sfunwind/unwind/module_set.hpp"
 #include "sfunwind/unwind/step.hpp"
 
@@ -49,9 +50,9 @@ class TargetModules {
 
     // The modules that have SFrame, for sfunwind::backtrace().
     ModuleSet sframe_modules() const;
-    // The function containing `pc` (pc - 1 for a return address, whose call
-    // may be the last instruction of a noreturn caller).
-    SymbolName symbol(std::uint64_t pc, bool is_return_address) const;
+    // The function containing a frame's address (looked up where
+    // FrameAddress says: a return address at its call).
+    SymbolName symbol(FrameAddress address) const;
 
   private:
     std::vector<TargetModule> modules_; // sorted by begin

@@ -23,9 +23,9 @@ WalkEnd classify(const Backtrace& bt, const TargetModules& modules, std::string&
         message = "outermost frame (" + bt.stop.message() + ")";
         return WalkEnd::Outermost;
     }
-    if (bt.stop.code() == Errc::NotFound && !bt.frames.empty()) {
+    if (bt.stop.reason == StopReason::NoRow && !bt.frames.empty()) {
         const std::uint64_t pc = bt.frames.back().regs.pc;
-        const TargetModule* m = modules.find(lookup_pc(pc, bt.frames.size() > 1));
+        const TargetModule* m = modules.find(bt.frames.back().address.lookup_address());
         if (m != nullptr) {
             if (m->section)
                 message = "left the SFrame-covered code: no FDE in " + m->short_name() +

@@ -25,8 +25,6 @@ const char* to_string(Errc code) noexcept {
         return "unsafe rule";
     case Errc::Io:
         return "i/o error";
-    case Errc::Outermost:
-        return "outermost frame";
     }
     return "error";
 }

@@ -32,6 +32,12 @@ int fail(const Error& e) {
     return static_cast<int>(e.code()) + 1;
 }
 
+// The end of the stack: not an error in the core, a status of its own here.
+int fail_outermost(const char* why, std::uint64_t pc) {
+    last_error() = std::string("outermost frame: ") + why + " at " + sfunwind::to_hex(pc);
+    return SFUNWIND_GDB_OUTERMOST;
+}
+
 int fail_argument(const char* what) {
     last_error() = what;
     return SFUNWIND_GDB_BAD_ARGUMENT;
@@ -278,10 +284,11 @@ int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_
         const sfunwind::Row r = g::from_c(*row);
         auto next = sfunwind::step(r, m->abi(), callee, topmost != 0, memory, &extra);
         if (!next) return fail(next.error());
+        if (next->outermost()) return fail_outermost(sfunwind::to_string(next->end), regs->pc);
         *out = {};
-        out->pc = next->caller.pc;
-        out->sp = next->caller.sp;
-        out->fp = next->caller.fp;
+        out->pc = next->caller->pc;
+        out->sp = next->caller->sp;
+        out->fp = next->caller->fp;
         out->cfa = next->cfa;
         out->fp_restored = next->fp_restored ? 1U : 0U;
         out->fallback_reads = memory.fallback_reads();
@@ -315,10 +322,12 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
             g::table(), in, frame->window_addr,
             std::span<const std::uint8_t>(frame->window, frame->window_size), target, registers);
         if (!done) return fail(done.error());
+        if (done->step.outermost())
+            return fail_outermost(sfunwind::to_string(done->step.end), frame->pc);
         *out = {};
-        out->pc = done->step.caller.pc;
-        out->sp = done->step.caller.sp;
-        out->fp = done->step.caller.fp;
+        out->pc = done->step.caller->pc;
+        out->sp = done->step.caller->sp;
+        out->fp = done->step.caller->fp;
         out->cfa = done->step.cfa;
         out->func_start = done->found.row.func_start + done->found.bias;
         out->module = done->found.module;

@@ -72,7 +72,7 @@ Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in,
     if (!next) return std::move(next).error();
     out.step = *next;
     out.fallback_reads = memory.fallback_reads();
-    table.record_caller(next->caller.pc, next->caller.sp, row.signal_frame);
+    if (next->caller) table.record_caller(next->caller->pc, next->caller->sp, row.signal_frame);
     return out;
 }
 

@@ -168,7 +168,9 @@ std::optional<Unwound> unwind_frame(gdb_unwind_callbacks* cb) {
     JitMemory target(cb->target_read);
     JitRegisters registers(cb, abi->order);
     auto done = g::unwind_frame(g::table(), in, 0, {}, target, registers);
-    if (!done) {
+    // GDB's JIT interface has no "outermost" answer: declining the frame
+    // lets GDB end the stack there.
+    if (!done || done->step.outermost()) {
         ++st.stats.failures;
         return std::nullopt;
     }
@@ -188,7 +190,7 @@ gdb_status unwind(gdb_reader_funcs*, gdb_unwind_callbacks* cb) {
         if (!u) return GDB_FAIL;
         const Abi& abi = *g::table().abi();
         const auto n = *numbers(abi);
-        const sfunwind::FrameRegs& caller = u->out.step.caller;
+        const sfunwind::FrameRegs& caller = *u->out.step.caller;
         set_reg(cb, n.pc, caller.pc, abi.order);
         set_reg(cb, n.sp, caller.sp, abi.order);
         set_reg(cb, n.fp, caller.fp, abi.order);

@@ -80,7 +80,7 @@ class BtCommand final : public Command {
             j.key("thread").value(std::uint64_t{stop.thread.GetIndexID()});
             j.key("tid").value(std::uint64_t{stop.thread.GetThreadID()});
             j.key("complete").value(w.bt.complete());
-            j.key("stop_code").value(to_string(w.bt.stop.code()));
+            j.key("stop_code").value(w.bt.stop.code_name());
             j.key("stop").value(w.bt.stop.message());
             j.key("microseconds").value(static_cast<std::uint64_t>(ms * 1000.0));
             j.key("memory_reads").value(w.memory_reads);

@@ -74,7 +74,7 @@ class CompareCommand final : public Command {
             JsonOut j;
             j.begin_object();
             j.key("thread").value(std::uint64_t{stop.thread.GetIndexID()});
-            j.key("sframe_stop_code").value(to_string((*walk)->bt.stop.code()));
+            j.key("sframe_stop_code").value((*walk)->bt.stop.code_name());
             j.key("sframe_stop").value((*walk)->bt.stop.message());
             j.key("sframe_frames");
             json_frames(j, sf, walk->get());

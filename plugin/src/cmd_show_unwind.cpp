@@ -64,7 +64,7 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
         return false;
     }
     const std::uint64_t begin = fde->start + mod->bias;
-    std::string fn = symbol_at(target, begin, false);
+    std::string fn = symbol_at(target, FrameAddress::instruction_pointer(begin));
     result.Printf(
         "SFrame unwind rows for %s in %s: FDE %u, [%s-%s) (link-time [%s-%s)), SFrame %s\n",
         fn.empty() ? "??" : fn.c_str(), mod->name.c_str(), fde->index, hex(begin).c_str(),

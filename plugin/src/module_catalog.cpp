@@ -218,10 +218,12 @@ ModuleSet sframe_module_set(const std::vector<TargetModule>& modules) {
     return set;
 }
 
-std::string symbol_at(lldb::SBTarget& target, std::uint64_t pc, bool is_return_address) {
-    const std::uint64_t lookup = is_return_address && pc != 0 ? pc - 1 : pc;
-    lldb::SBAddress addr = target.ResolveLoadAddress(lookup);
-    lldb::SBSymbol sym = addr.GetSymbol();
+std::string symbol_at(lldb::SBTarget& target, FrameAddress address) {
+    lldb::SBAddress addr = target.ResolveLoadAddress(address.lookup_address());
+    return symbol_text(target, addr.GetSymbol(), address.address());
+}
+
+std::string symbol_text(lldb::SBTarget& target, lldb::SBSymbol sym, std::uint64_t pc) {
     if (!sym.IsValid() || sym.GetName() == nullptr) return {};
     const std::uint64_t start = sym.GetStartAddress().GetLoadAddress(target);
     std::string s = sym.GetName();

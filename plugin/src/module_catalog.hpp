@@ -8,10 +8,12 @@
 
 #include "sfunwind/elf/elf_file.hpp"
 #include "sfunwind/sframe/section.hpp"
+#include "sfunwind/unwind/frame_address.hpp"
 #include "sfunwind/unwind/module_set.hpp"
 
 #include <cstdint>
 #include <lldb/API/SBModule.h>
+#include <lldb/API/SBSymbol.h>
 #include <lldb/API/SBTarget.h>
 #include <map>
 #include <memory>
@@ -74,8 +76,11 @@ class ModuleCatalog {
 // The loaded modules that have SFrame, for sfunwind::backtrace().
 ModuleSet sframe_module_set(const std::vector<TargetModule>& modules);
 
-// "name+0x12" for a runtime address (a return address is looked up at pc - 1,
-// as its call may end the function), or "" when LLDB has no symbol there.
-std::string symbol_at(lldb::SBTarget& target, std::uint64_t pc, bool is_return_address);
+// "name+0x12" for a frame's runtime address (looked up where FrameAddress
+// says: a return address at its call), or "" when LLDB has no symbol there.
+std::string symbol_at(lldb::SBTarget& target, FrameAddress address);
+
+// "name+0x12" for `pc` in `symbol`, or "" for an invalid symbol.
+std::string symbol_text(lldb::SBTarget& target, lldb::SBSymbol symbol, std::uint64_t pc);
 
 } // namespace sfunwind::lldb_plugin

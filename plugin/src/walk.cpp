@@ -68,8 +68,9 @@ Expected<std::unique_ptr<SframeWalk>> sframe_walk(ModuleCatalog& catalog, StopCo
     walk->views = frame_views(walk->bt);
     for (std::size_t i = 0; i < walk->views.size(); ++i) {
         FrameView& v = walk->views[i];
-        v.function = symbol_at(stop.target, v.pc, i > 0);
-        const std::uint64_t lookup = lookup_pc(v.pc, i > 0);
+        const FrameAddress address = walk->bt.frames[i].address;
+        v.function = symbol_at(stop.target, address);
+        const std::uint64_t lookup = address.lookup_address();
         const TargetModule* m = module_at(walk->modules, lookup);
         if (v.module.empty() && m != nullptr) v.module = m->name;
         walk->module_paths.push_back(m != nullptr ? m->path : std::string());
@@ -107,7 +108,9 @@ std::vector<FrameView> lldb_frames(StopContext& stop, std::uint32_t max_frames) 
         const std::uint64_t sp = f.GetSP();
         if (sp != LLDB_INVALID_ADDRESS) v.sp = sp;
         v.fp = read_register(f, *stop.abi, stop.abi->fp_reg);
-        v.function = symbol_at(stop.target, v.pc, !out.empty());
+        // LLDB's own symbol for its frame: LLDB knows which of its frames
+        // were interrupted by a signal and so have a precise PC.
+        v.function = symbol_text(stop.target, f.GetSymbol(), v.pc);
         lldb::SBModule m = concrete.GetModule();
         if (m.IsValid() && m.GetFileSpec().GetFilename() != nullptr)
             v.module = m.GetFileSpec().GetFilename();

@@ -40,7 +40,7 @@ struct SframeWalk {
     Backtrace bt;
     std::vector<FrameView> views; // bt's frames with function and module names
     // Per frame: the file of the module holding the PC and the link-time
-    // address rows are looked up at (pc, or pc - 1 for a return address).
+    // address rows are looked up at (FrameAddress::lookup_address()).
     std::vector<std::string> module_paths;
     std::vector<std::uint64_t> link_pcs;
     std::uint64_t memory_reads = 0;

@@ -240,6 +240,7 @@ class Fixtures:
         must(["gcc"] + NOFP + ["-o", w("plt/plt"), self.write("plt_main.c", PLT_MAIN_C),
                                "-L" + w("plt"), "-lbtlib", "-Wl,-rpath,$ORIGIN"])
         must(["gcc"] + NOFP + ["-o", w("sig"), self.write("sig.c", SIG_C)])
+        must(["gcc", "-O2", "-static", "-o", w("sig-entry.cfi"), os.path.join(REPO, "tests", "common", "sig_entry.c")])
         must(["gcc"] + NOFP + ["-pthread", "-o", w("threads"), self.write("threads.c", THREADS_C)])
         must(["gcc"] + NOFP + ["-o", w("spin"), self.write("spin.c", SPIN_C)])
         for exe in ["chain", "chain-nopie", "chain-fp", "chain-noeh", "plt/plt", "plt/libbtlib.so", "sig",
@@ -480,6 +481,35 @@ def test_signals(r, bt, fx):
         check_agreement(r, "stop-on", t)
 
 
+def test_signal_at_entry(r, bt, fx):
+    """The frame a signal interrupted has a precise PC: it is named (and its
+    module found) at that PC, not one byte before, where another function is
+    (tests/common/sig_entry.c)."""
+    w = fx.path
+    rc, _, err = run([bt.sfunwind, "convert", w("sig-entry.cfi"), "-o", w("sig-entry.sframe")])
+    if not r.check("sig-entry: convert", rc == 0, err):
+        return
+    rc, _, err = run(["objcopy", "--add-section", ".sframe=" + w("sig-entry.sframe"), "--set-section-flags",
+                      ".sframe=alloc,readonly", w("sig-entry.cfi"), w("sig-entry")])
+    if not r.check("sig-entry: objcopy --add-section", rc == 0, err):
+        return
+    rc, doc, err = bt.json(["--compare-cfi", "--", w("sig-entry")])
+    if not r.check("sig-entry: exit 0", rc == 0 and doc is not None, f"rc {rc} {err}"):
+        return
+    t = doc["threads"][0]
+    frames = t["sframe"]["frames"]
+    r.check("sig-entry: SIGSEGV in the SIGUSR1 handler", t["signal"] == "SIGSEGV"
+            and names(t)[:2] == ["on_usr1", "__restore_rt"], str(names(t)))
+    r.check("sig-entry: the interrupted frame is at_entry+0x0, not before+0x..",
+            len(frames) > 2 and frames[2]["symbol"] == "at_entry" and frames[2]["offset"] == "0x0"
+            and frames[2]["module"] == "sig-entry", str(frames[2:3]))
+    r.check("sig-entry: the walk goes on to main and ends at the outermost frame",
+            names(t)[3:4] == ["main"] and t["sframe"]["end"]["kind"] == "outermost",
+            f"{names(t)} {t['sframe']['end']}")
+    r.check("sig-entry: CFI names the frame the same", cfi_names(t)[:4] == names(t)[:4], str(cfi_names(t)))
+    check_agreement(r, "sig-entry", t, expect_beyond=False)
+
+
 def test_threads(r, bt, fx):
     rc, doc, err = bt.json(["--compare-cfi", "--", fx.path("threads")])
     if not r.check("threads: exit 0", rc == 0 and doc is not None, f"rc {rc} {err}"):
@@ -668,7 +698,7 @@ def main():
     r = Results(a.verbose)
     bt = Bt(a.sfunwind)
     for test in [test_chain_variants, test_text_output, test_stop_kinds, test_deep, test_sframe_only,
-                 test_wrong_sframe, test_plt, test_signals, test_threads, test_attach, test_cores,
+                 test_wrong_sframe, test_plt, test_signals, test_signal_at_entry, test_threads, test_attach, test_cores,
                  test_committed_fixtures, test_usage]:
         try:
             test(r, bt, fx)

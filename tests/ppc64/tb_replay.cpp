@@ -128,7 +128,7 @@ int run(int argc, char** argv) {
         std::string end = "frame limit";
         bool outermost = false; // ours ended at the end of the stack, not on an error
         for (bool topmost = true; ours.size() < 64; topmost = false) {
-            auto row = index->lookup(lookup_pc(r.pc, !topmost));
+            auto row = index->lookup(FrameAddress::of_frame(r.pc, topmost).lookup_address());
             ours.push_back({r.pc, r.sp, r.fp, row ? describe(*row, abi) : row.error().message()});
             if (!row) {
                 end = row.error().message();
@@ -137,16 +137,20 @@ int run(int argc, char** argv) {
             auto next = step(*row, abi, r, topmost, memory, topmost ? &extra : nullptr);
             if (!next) {
                 end = next.error().message();
-                outermost = next.error().code() == Errc::Outermost;
                 break;
             }
-            r = next->caller;
+            if (next->outermost()) {
+                end = std::string("outermost frame: ") + to_string(next->end);
+                outermost = true;
+                break;
+            }
+            r = *next->caller;
             r.ra.reset();
         }
 
         // GDB shows the end of the stack as a last frame with PC 0 (the
         // return address __libc_start_main found in its LR save slot); step()
-        // reports it as Errc::Outermost. Compare the frames before it.
+        // reports it as the outermost frame. Compare the frames before it.
         const json& gdb = stop["gdb_frames"];
         std::size_t n = gdb.size();
         const bool gdb_outermost = n > 0 && num(gdb[n - 1]["pc"]) == 0;

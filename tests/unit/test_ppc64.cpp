@@ -845,30 +845,30 @@ TEST_CASE("ppc64: step() walks a stack with traceback-table rows", "[ppc64][fixt
         REQUIRE(row);
         auto s1 = step(*row, abi, regs, true, mem);
         REQUIRE(s1);
-        CHECK(s1->caller.pc == call_leaf + 4);
-        CHECK(s1->caller.sp == sp0);
-        CHECK(s1->caller.fp == 0x31313131);
+        CHECK(s1->caller->pc == call_leaf + 4);
+        CHECK(s1->caller->sp == sp0);
+        CHECK(s1->caller->fp == 0x31313131);
 
         // recurse, a caller frame: look up the return address minus one.
-        FrameRegs r2 = s1->caller;
+        FrameRegs r2 = *s1->caller;
         r2.ra.reset();
-        row = l.index.lookup(lookup_pc(r2.pc, true));
+        row = l.index.lookup(FrameAddress::return_address(r2.pc).lookup_address());
         REQUIRE(row);
         CHECK(row->cfa.deref);
         CHECK_FALSE(row->topmost_only);
         auto s2 = step(*row, abi, r2, false, mem);
         REQUIRE(s2);
         CHECK(s2->cfa == fprs_sp);
-        CHECK(s2->caller.pc == call_recurse + 4);
-        CHECK(s2->caller.sp == fprs_sp);
+        CHECK(s2->caller->pc == call_recurse + 4);
+        CHECK(s2->caller->sp == fprs_sp);
 
-        FrameRegs r3 = s2->caller;
-        row = l.index.lookup(lookup_pc(r3.pc, true));
+        FrameRegs r3 = *s2->caller;
+        row = l.index.lookup(FrameAddress::return_address(r3.pc).lookup_address());
         REQUIRE(row);
         auto s3 = step(*row, abi, r3, false, mem);
         REQUIRE(s3);
-        CHECK(s3->caller.pc == 0x10000abc);
-        CHECK(s3->caller.sp == top);
+        CHECK(s3->caller->pc == 0x10000abc);
+        CHECK(s3->caller->sp == top);
 
         // The same recurse frame as if it were topmost, stopped on the `bl`:
         // LR still holds its return address only until the call, and the
@@ -881,6 +881,6 @@ TEST_CASE("ppc64: step() walks a stack with traceback-table rows", "[ppc64][fixt
         CHECK(row->ra == RegRule::at_cfa(16));
         auto s4 = step(*row, abi, r4, true, mem);
         REQUIRE(s4);
-        CHECK(s4->caller.pc == call_recurse + 4);
+        CHECK(s4->caller->pc == call_recurse + 4);
     }
 }

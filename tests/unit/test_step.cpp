@@ -134,9 +134,9 @@ TEST_CASE("AMD64: SP- and FP-based CFA, RA at CFA-8, FP at CFA-16", "[step]") {
         auto r = step(b.row(0x401000), abi, regs(0x401000, 0x7ff800, 0x1234), true, mem);
         REQUIRE(r.has_value());
         CHECK(r->cfa == 0x7ff808);
-        CHECK(r->caller.pc == 0x405555);
-        CHECK(r->caller.sp == 0x7ff808);
-        CHECK(r->caller.fp == 0x1234);
+        CHECK(r->caller->pc == 0x405555);
+        CHECK(r->caller->sp == 0x7ff808);
+        CHECK(r->caller->fp == 0x1234);
         CHECK_FALSE(r->fp_restored);
     }
     SECTION("after push %rbp: CFA = rsp+16, FP at CFA-16") {
@@ -144,9 +144,9 @@ TEST_CASE("AMD64: SP- and FP-based CFA, RA at CFA-8, FP at CFA-16", "[step]") {
             auto r = step(b.row(0x401002), abi, regs(0x401002, 0x7ff7f8, 0x1234), topmost, mem);
             REQUIRE(r.has_value());
             CHECK(r->cfa == 0x7ff808);
-            CHECK(r->caller.pc == 0x405555);
-            CHECK(r->caller.sp == 0x7ff808);
-            CHECK(r->caller.fp == 0x7ff900);
+            CHECK(r->caller->pc == 0x405555);
+            CHECK(r->caller->sp == 0x7ff808);
+            CHECK(r->caller->fp == 0x7ff900);
             CHECK(r->fp_restored);
         }
     }
@@ -154,9 +154,9 @@ TEST_CASE("AMD64: SP- and FP-based CFA, RA at CFA-8, FP at CFA-16", "[step]") {
         auto r = step(b.row(0x401010), abi, regs(0x401010, 0x7ff700, 0x7ff7f8), false, mem);
         REQUIRE(r.has_value());
         CHECK(r->cfa == 0x7ff808);
-        CHECK(r->caller.pc == 0x405555);
-        CHECK(r->caller.sp == 0x7ff808);
-        CHECK(r->caller.fp == 0x7ff900);
+        CHECK(r->caller->pc == 0x405555);
+        CHECK(r->caller->sp == 0x7ff808);
+        CHECK(r->caller->fp == 0x7ff900);
     }
 }
 
@@ -192,7 +192,8 @@ TEST_CASE("backtrace through two biased modules ends at an outermost row", "[ste
     const Backtrace bt = backtrace(modules, regs(exe_bias + 0x1308, S, F), mem);
     INFO(bt.stop.message());
     CHECK(bt.complete());
-    CHECK(bt.stop.code() == Errc::Outermost);
+    CHECK(bt.stop.reason == StopReason::Outermost);
+    CHECK_FALSE(bt.stop.error.has_value());
     REQUIRE(bt.frames.size() == 4);
     CHECK(bt.frames[0].regs.pc == exe_bias + 0x1308);
     CHECK(bt.frames[1].regs.pc == exe_bias + 0x1225);
@@ -212,6 +213,13 @@ TEST_CASE("backtrace through two biased modules ends at an outermost row", "[ste
     }
     REQUIRE(bt.frames[3].module != nullptr);
     CHECK(bt.frames[3].module->name == "libc.so");
+    // Frame 0's PC is precise; every caller's is a return address.
+    CHECK(bt.frames[0].address == FrameAddress::instruction_pointer(exe_bias + 0x1308));
+    for (std::size_t i = 1; i < 4; ++i) {
+        CHECK(bt.frames[i].address.is_return_address());
+        CHECK(bt.frames[i].address.address() == bt.frames[i].regs.pc);
+        CHECK(bt.frames[i].address.lookup_address() == bt.frames[i].regs.pc - 1);
+    }
     // Rows are in link-time addresses; callers are looked up at pc - 1.
     REQUIRE(bt.frames[1].row.has_value());
     CHECK(bt.frames[1].row->func_start == 0x1200);
@@ -224,7 +232,9 @@ TEST_CASE("backtrace through two biased modules ends at an outermost row", "[ste
     SECTION("a return address outside every module stops the walk with NotFound") {
         mem.put64(F + 8, 0x1000);
         const Backtrace cut = backtrace(modules, regs(exe_bias + 0x1308, S, F), mem);
-        CHECK(cut.stop.code() == Errc::NotFound);
+        CHECK(cut.stop.reason == StopReason::NoRow);
+        REQUIRE(cut.stop.error.has_value());
+        CHECK(cut.stop.error->code() == Errc::NotFound);
         CHECK(cut.frames.size() == 4);
         CHECK_FALSE(cut.frames[3].row.has_value());
     }
@@ -262,9 +272,9 @@ TEST_CASE("AArch64: saved RA and FP, RA in LR only in the topmost frame, PAuth",
         CHECK(leaf.topmost_only);
         auto r = step(leaf, abi, regs(0x400600, S, 0x7fff0100, 0x400abc), true, mem);
         REQUIRE(r.has_value());
-        CHECK(r->caller.pc == 0x400abc);
-        CHECK(r->caller.sp == S);
-        CHECK(r->caller.fp == 0x7fff0100);
+        CHECK(r->caller->pc == 0x400abc);
+        CHECK(r->caller->sp == S);
+        CHECK(r->caller->fp == 0x7fff0100);
         r = step(leaf, abi, regs(0x400600, S, 0x7fff0100), false, mem);
         REQUIRE_FALSE(r.has_value());
         CHECK(r.error().code() == Errc::UnsafeRule);
@@ -280,9 +290,9 @@ TEST_CASE("AArch64: saved RA and FP, RA in LR only in the topmost frame, PAuth",
             r = step(b.row(pc), abi, regs(pc, sp, fp), false, mem);
             REQUIRE(r.has_value());
             CHECK(r->cfa == S + 32);
-            CHECK(r->caller.pc == 0x400abc);
-            CHECK(r->caller.sp == S + 32);
-            CHECK(r->caller.fp == 0x7fff0100);
+            CHECK(r->caller->pc == 0x400abc);
+            CHECK(r->caller->sp == S + 32);
+            CHECK(r->caller->fp == 0x7fff0100);
         }
 
         // A signed RA: the PAC bits are stripped with StepOptions::pac_mask.
@@ -291,19 +301,19 @@ TEST_CASE("AArch64: saved RA and FP, RA in LR only in the topmost frame, PAuth",
         CHECK(signed_row.pauth_key_b);
         r = step(signed_row, abi, regs(0x400708, S + 0x100, 0), false, mem);
         REQUIRE(r.has_value());
-        CHECK(r->caller.pc == 0x400def);
-        CHECK(r->caller.fp == 0x7fff0200);
+        CHECK(r->caller->pc == 0x400def);
+        CHECK(r->caller->fp == 0x7fff0200);
         StepOptions narrow;
         narrow.pac_mask = 0xff00000000000000ULL;
         r = step(signed_row, abi, regs(0x400708, S + 0x100, 0), false, mem, nullptr, narrow);
         REQUIRE(r.has_value());
-        CHECK(r->caller.pc == 0x003f000000400def);
+        CHECK(r->caller->pc == 0x003f000000400def);
         // Signed but still in x30 (after paciasp, before the store).
         const Row in_lr = b.row(0x400704);
         CHECK(in_lr.mangled_ra);
         r = step(in_lr, abi, regs(0x400704, S, 0, 0x0055000000400aaaULL), true, mem);
         REQUIRE(r.has_value());
-        CHECK(r->caller.pc == 0x400aaa);
+        CHECK(r->caller->pc == 0x400aaa);
     }
 }
 
@@ -349,17 +359,17 @@ TEST_CASE("s390x v2: scaled CFA offsets, CFA = SP + 160, RA in a register only a
     auto r = step(body, abi, regs(0x10010, S, 0x1), false, mem);
     REQUIRE(r.has_value());
     CHECK(r->cfa == S + 320);
-    CHECK(r->caller.sp == S + 160); // SP = CFA - 160
-    CHECK(r->caller.pc == 0x10222);
-    CHECK(r->caller.fp == 0x3ff0400);
+    CHECK(r->caller->sp == S + 160); // SP = CFA - 160
+    CHECK(r->caller->pc == 0x10222);
+    CHECK(r->caller->fp == 0x3ff0400);
 
     // Leaf at entry: CFA = SP + 160, so the caller's SP is the same.
     const Row entry = b.row(0x10000);
     r = step(entry, abi, regs(0x10000, S, 0x77, 0x10030), true, mem);
     REQUIRE(r.has_value());
-    CHECK(r->caller.sp == S);
-    CHECK(r->caller.pc == 0x10030);
-    CHECK(r->caller.fp == 0x77);
+    CHECK(r->caller->sp == S);
+    CHECK(r->caller->pc == 0x10030);
+    CHECK(r->caller->fp == 0x77);
     CHECK(step(entry, abi, regs(0x10000, S, 0x77), false, mem).error().code() == Errc::UnsafeRule);
 
     // RA "in r14", FP "in f8": the register file of the topmost frame.
@@ -371,8 +381,8 @@ TEST_CASE("s390x v2: scaled CFA offsets, CFA = SP + 160, RA in a register only a
     fprs.set(24, 0x3ff0800);
     r = step(regsaved, abi, regs(0x10104, S, 0x77, 0x10034), true, mem, &fprs);
     REQUIRE(r.has_value());
-    CHECK(r->caller.pc == 0x10034);
-    CHECK(r->caller.fp == 0x3ff0800);
+    CHECK(r->caller->pc == 0x10034);
+    CHECK(r->caller->fp == 0x3ff0800);
     CHECK(fprs.queries() == 1);
     r = step(regsaved, abi, regs(0x10104, S, 0x77, 0x10034), false, mem, &fprs);
     REQUIRE_FALSE(r.has_value());
@@ -426,9 +436,9 @@ TEST_CASE("flexible FDE: CFA = *(rbp-8) (DRAP), FP = *(rbp+0), CFA = r10 at the 
         auto r = step(*drap, abi, regs(0x401020, 0x7ff600, B), topmost, mem);
         REQUIRE(r.has_value());
         CHECK(r->cfa == C);
-        CHECK(r->caller.sp == C);
-        CHECK(r->caller.pc == 0x405000);
-        CHECK(r->caller.fp == 0x7ff900);
+        CHECK(r->caller->sp == C);
+        CHECK(r->caller->pc == 0x405000);
+        CHECK(r->caller->fp == 0x7ff900);
         CHECK(r->fp_restored);
     }
 
@@ -441,9 +451,9 @@ TEST_CASE("flexible FDE: CFA = *(rbp-8) (DRAP), FP = *(rbp+0), CFA = r10 at the 
     extra.set(10, C);
     auto r = step(*r10, abi, regs(0x40100a, 0x7ff600, 0x5555), true, mem, &extra);
     REQUIRE(r.has_value());
-    CHECK(r->caller.sp == C);
-    CHECK(r->caller.pc == 0x405000);
-    CHECK(r->caller.fp == 0x5555);
+    CHECK(r->caller->sp == C);
+    CHECK(r->caller->pc == 0x405000);
+    CHECK(r->caller->fp == 0x5555);
     r = step(*r10, abi, regs(0x40100a, 0x7ff600, 0x5555), false, mem, &extra);
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().code() == Errc::UnsafeRule);
@@ -493,16 +503,16 @@ TEST_CASE("PC-mask FDE: PLT entries, rows found by PC % block size", "[step]") {
         mem.put64(0x7ff808, 0x401234); // the return address
         auto r = step(late, abi, regs(0x104c, 0x7ff800, 0), true, mem);
         REQUIRE(r.has_value());
-        CHECK(r->caller.pc == 0x401234);
-        CHECK(r->caller.sp == 0x7ff810);
+        CHECK(r->caller->pc == 0x401234);
+        CHECK(r->caller->sp == 0x7ff810);
         r = step(early, abi, regs(0x1043, 0x7ff808, 0), true, mem);
         REQUIRE(r.has_value());
-        CHECK(r->caller.pc == 0x401234);
-        CHECK(r->caller.sp == 0x7ff810);
+        CHECK(r->caller->pc == 0x401234);
+        CHECK(r->caller->sp == 0x7ff810);
     }
 }
 
-TEST_CASE("outermost rows end the walk with Errc::Outermost", "[step][backtrace]") {
+TEST_CASE("outermost rows end the walk without an error", "[step][backtrace]") {
     const Abi& abi = abi_amd64();
     // An FRE without data words, and (v3) an FDE without FREs.
     FdeSpec empty = function(0x1100, 0x10, {});
@@ -514,12 +524,16 @@ TEST_CASE("outermost rows end the walk with Errc::Outermost", "[step][backtrace]
         const Row row = b.row(pc);
         CHECK(row.outermost);
         auto r = step(row, abi, regs(pc, 0x7ff800, 0), true, mem);
-        REQUIRE_FALSE(r.has_value());
-        CHECK(r.error().code() == Errc::Outermost);
+        REQUIRE(r.has_value());
+        CHECK(r->outermost());
+        CHECK(r->end == StackEnd::RaUndefined);
         ModuleSet modules;
         modules.add(module("static", b, 0, 0x1000, 0x1200));
         const Backtrace bt = backtrace(modules, regs(pc, 0x7ff800, 0), mem);
         CHECK(bt.complete());
+        CHECK_FALSE(bt.stop.error.has_value());
+        CHECK(bt.stop.message() == "outermost frame: the return address is undefined at " +
+                                       to_hex(pc));
         CHECK(bt.frames.size() == 1);
         CHECK(mem.reads() == 0);
     }
@@ -527,8 +541,9 @@ TEST_CASE("outermost rows end the walk with Errc::Outermost", "[step][backtrace]
     const Built c =
         build(v3_amd64(0x2000), {function(0x1000, 0x10, {fre(0, {7, 8}, at_cfa(-8), same())})});
     auto r = step(c.row(0x1000), abi, regs(0x1000, 0x7ff800, 0), true, mem);
-    REQUIRE_FALSE(r.has_value());
-    CHECK(r.error().code() == Errc::Outermost);
+    REQUIRE(r.has_value());
+    CHECK(r->outermost());
+    CHECK(r->end == StackEnd::RaZero);
 }
 
 TEST_CASE("unreadable memory gives Errc::MemoryUnreadable with the address", "[step][backtrace]") {
@@ -559,8 +574,9 @@ TEST_CASE("unreadable memory gives Errc::MemoryUnreadable with the address", "[s
         ModuleSet modules;
         modules.add(module("a.out", b, 0, 0x1000, 0x1010));
         const Backtrace bt = backtrace(modules, regs(0x1004, 0x10000, 0), mem);
-        CHECK(bt.stop.code() == Errc::MemoryUnreadable);
-        CHECK(bt.stop.where() == 0x10008);
+        REQUIRE(bt.stop.error.has_value());
+        CHECK(bt.stop.error->code() == Errc::MemoryUnreadable);
+        CHECK(bt.stop.error->where() == 0x10008);
         CHECK(bt.frames.size() == 1);
     }
 }
@@ -581,7 +597,7 @@ TEST_CASE("impossible frames: the SP going backwards, a misaligned CFA", "[step]
     lax.check_stack_direction = false;
     r = step(b.row(0x1000), abi, regs(0x1000, 0x7ff800, 0x7ff100), false, mem, nullptr, lax);
     REQUIRE(r.has_value());
-    CHECK(r->caller.pc == 0x1234);
+    CHECK(r->caller->pc == 0x1234);
     // CFA = rsp + 12 is not 8-byte aligned.
     r = step(b.row(0x1008), abi, regs(0x1008, 0x7ff800, 0), true, mem);
     REQUIRE_FALSE(r.has_value());
@@ -601,8 +617,10 @@ TEST_CASE("a stack whose frames form a cycle ends within a bounded number of fra
         mem.put64(F, F);          // saved rbp = rbp
         mem.put64(F + 8, 0x1011); // returns to where it is
         const Backtrace bt = backtrace(modules, regs(0x1010, 0x7ff700, F), mem);
-        CHECK(bt.stop.code() == Errc::BadFrame);
-        CHECK(bt.stop.what().find("no progress") != std::string::npos);
+        CHECK(bt.stop.reason == StopReason::NoProgress);
+        REQUIRE(bt.stop.error.has_value());
+        CHECK(bt.stop.error->code() == Errc::BadFrame);
+        CHECK(bt.stop.error->what().find("no progress") != std::string::npos);
         CHECK(bt.frames.size() == 2);
     }
     SECTION("two frame records pointing at each other") {
@@ -614,14 +632,18 @@ TEST_CASE("a stack whose frames form a cycle ends within a bounded number of fra
         mem.put64(F2 + 8, 0x1031);
         // The stack direction check catches it at the second step...
         Backtrace bt = backtrace(modules, regs(0x1010, 0x7ff600, F1), mem);
-        CHECK(bt.stop.code() == Errc::BadFrame);
+        CHECK(bt.stop.reason == StopReason::StepFailed);
+        REQUIRE(bt.stop.error.has_value());
+        CHECK(bt.stop.error->code() == Errc::BadFrame);
         CHECK(bt.frames.size() == 2);
         // ...and without it, the frame limit does.
         BacktraceOptions lax;
         lax.max_frames = 64;
         lax.step.check_stack_direction = false;
         bt = backtrace(modules, regs(0x1010, 0x7ff600, F1), mem, nullptr, lax);
-        CHECK(bt.stop.code() == Errc::BadFrame);
+        CHECK(bt.stop.reason == StopReason::FrameLimit);
+        REQUIRE(bt.stop.error.has_value());
+        CHECK(bt.stop.error->code() == Errc::BadFrame);
         CHECK(bt.frames.size() == 64);
     }
 }
@@ -651,8 +673,82 @@ TEST_CASE("a damaged FDE ends the walk with its error, and its frame has no row"
     CHECK(bt.frames[0].row.has_value());
     CHECK_FALSE(bt.frames[1].row.has_value());
     CHECK(bt.frames[1].regs.pc == 0x1105);
-    CHECK(bt.stop.code() == Errc::Malformed);
+    REQUIRE(bt.stop.error.has_value());
+    CHECK(bt.stop.error->code() == Errc::Malformed);
     CHECK(bt.stop.message().find("a.out: FDE 1:") == 0);
+}
+
+TEST_CASE("address arithmetic that wraps around is an error naming the values",
+          "[step][backtrace]") {
+    const Abi& abi = abi_amd64();
+    FakeMemory mem(0x7ff000, 0x1000, ByteOrder::Little);
+    SECTION("CFA = rsp + 16 past the top of the address space") {
+        const Built b = build(v3_amd64(0x2000),
+                              {function(0x1000, 0x10, {fre(0, {7, 16}, at_cfa(-8), same())})});
+        auto r = step(b.row(0x1004), abi, regs(0x1004, 0xfffffffffffffff8ULL, 0), true, mem);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().code() == Errc::BadFrame);
+        CHECK(r.error().is_address());
+        CHECK(r.error().where() == 0x1004);
+        CHECK(r.error().what() == "integer overflow: the CFA address rsp (0xfffffffffffffff8)+0x10 "
+                                  "wraps around the address space");
+        CHECK(mem.reads() == 0);
+    }
+    SECTION("CFA = rbp - 16 below address 0") {
+        const Built b = build(v3_amd64(0x2000),
+                              {function(0x1000, 0x10, {fre(0, {6, -16}, at_cfa(-8), same())})});
+        auto r = step(b.row(0x1004), abi, regs(0x1004, 0x7ff800, 8), true, mem);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().code() == Errc::BadFrame);
+        CHECK(r.error().what() ==
+              "integer overflow: the CFA address rbp (0x8)-0x10 wraps around the address space");
+    }
+    SECTION("an FP slot below address 0") {
+        const Built b = build(v3_amd64(0x2000),
+                              {function(0x1000, 0x10, {fre(0, {7, 8}, at_cfa(-8), at_cfa(-16))})});
+        FakeMemory low(0, 0x100, ByteOrder::Little);
+        low.put64(0, 0x1234); // the RA slot, CFA-8
+        auto r = step(b.row(0x1004), abi, regs(0x1004, 0, 0), true, low);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().code() == Errc::BadFrame);
+        CHECK(r.error().what() == "integer overflow: the frame pointer address CFA (0x8)-0x10 "
+                                  "wraps around the address space");
+    }
+}
+
+TEST_CASE("a frame a signal interrupted is looked up and named at its exact PC",
+          "[step][backtrace]") {
+    // handler (frame 0) -> trampoline (signal FDE) -> the interrupted
+    // function, stopped on its first instruction, right after another
+    // function: pc - 1 would be in that other function.
+    FdeSpec tramp = function(0x1000, 0x10, {fre(0, {7, 16}, at_cfa(-8), at_cfa(-16))});
+    tramp.signal = true;
+    const Built b = build(v3_amd64(0x2000),
+                          {tramp, function(0x1100, 0x10, {fre(0, {7, 8}, at_cfa(-8), same())}),
+                           function(0x1110, 0x10, {fre(0, {7, 8}, at_cfa(-8), same())}),
+                           function(0x1200, 0x10, {fre(0, {7, 8}, at_cfa(-8), same())})});
+    ModuleSet modules;
+    modules.add(module("a.out", b, 0, 0x1000, 0x1210));
+    FakeMemory mem(0x7ff000, 0x1000, ByteOrder::Little);
+    mem.put64(0x7ff800, 0x1004);    // the handler returns into the trampoline
+    mem.put64(0x7ff808, 0x7ffa00);  // the interrupted frame's rbp, saved by the "kernel"
+    mem.put64(0x7ff810, 0x1110);    // its PC: the first byte of the function at 0x1110
+    mem.put64(0x7ff818, 0x1208);    // which returns into the function at 0x1200
+    mem.put64(0x7ff820, 0);         // and that one ends the stack
+    const Backtrace bt = backtrace(modules, regs(0x1204, 0x7ff800, 0), mem);
+    INFO(bt.stop.message());
+    REQUIRE(bt.frames.size() >= 3);
+    CHECK(bt.frames[1].address == FrameAddress::return_address(0x1004));
+    REQUIRE(bt.frames[1].row.has_value());
+    CHECK(bt.frames[1].row->signal_frame);
+    CHECK(bt.frames[2].regs.pc == 0x1110);
+    CHECK(bt.frames[2].address == FrameAddress::instruction_pointer(0x1110));
+    CHECK(bt.frames[2].address.lookup_address() == 0x1110);
+    REQUIRE(bt.frames[2].row.has_value());
+    CHECK(bt.frames[2].row->func_start == 0x1110);
+    CHECK(bt.frames[3].address == FrameAddress::return_address(0x1208));
+    CHECK(bt.complete());
+    CHECK(bt.stop.end == StackEnd::RaZero);
 }
 
 TEST_CASE("errors name a section offset or a target address as such", "[error]") {

@@ -26,11 +26,24 @@ std::vector<FrameView> chain(std::size_t n) {
     return out;
 }
 
+// How a walk that reached the end of the stack says so.
+BacktraceStop outermost() {
+    return BacktraceStop{};
+}
+
+// How a walk that stopped for `reason` says so.
+BacktraceStop stopped(StopReason reason, Error error) {
+    BacktraceStop s;
+    s.reason = reason;
+    s.error = std::move(error);
+    return s;
+}
+
 } // namespace
 
 TEST_CASE("compare_backtraces: equal lists agree") {
     const auto a = chain(5);
-    const auto cmp = compare_backtraces(a, Error(Errc::Outermost, "end"), a);
+    const auto cmp = compare_backtraces(a, outermost(), a);
     CHECK(cmp.agree());
     CHECK(cmp.equal == 5);
     REQUIRE(cmp.frames.size() == 5);
@@ -45,7 +58,7 @@ TEST_CASE("compare_backtraces: SFrame ends early, and why") {
     SECTION("in a module without SFrame") {
         sf.back().module = "libc.so.6";
         const auto cmp = compare_backtraces(
-            sf, Error(Errc::NotFound, "no module with SFrame covers 0x401020"), ref);
+            sf, stopped(StopReason::NoRow, Error(Errc::NotFound, "no module with SFrame covers 0x401020")), ref);
         CHECK(cmp.equal == 3);
         REQUIRE(cmp.first);
         CHECK(cmp.first->kind == Divergence::Kind::SframeEnded);
@@ -57,23 +70,28 @@ TEST_CASE("compare_backtraces: SFrame ends early, and why") {
     }
     SECTION("in a module with SFrame but no FDE there") {
         sf.back().in_sframe_module = true;
-        const auto cmp = compare_backtraces(sf, Error(Errc::NotFound, "no FDE covers 0x20"), ref);
+        const auto cmp = compare_backtraces(
+            sf, stopped(StopReason::NoRow, Error(Errc::NotFound, "no FDE covers 0x20")), ref);
         REQUIRE(cmp.first);
         CHECK(cmp.first->limit == SframeLimit::NoFde);
     }
     SECTION("at a rule for the topmost frame only") {
-        const auto cmp = compare_backtraces(sf, Error(Errc::UnsafeRule, "CFA rule reads r10"), ref);
+        const auto cmp = compare_backtraces(
+            sf, stopped(StopReason::StepFailed, Error(Errc::UnsafeRule, "CFA rule reads r10")),
+            ref);
         REQUIRE(cmp.first);
         CHECK(cmp.first->limit == SframeLimit::TopmostOnlyRule);
     }
     SECTION("at an outermost row") {
-        const auto cmp = compare_backtraces(sf, Error(Errc::Outermost, "RA undefined"), ref);
+        const auto cmp = compare_backtraces(sf, outermost(), ref);
         REQUIRE(cmp.first);
         CHECK(cmp.first->limit == SframeLimit::Outermost);
     }
     SECTION("at the frame limit") {
         const auto cmp =
-            compare_backtraces(sf, Error(Errc::BadFrame, "stopped after 3 frames"), ref);
+            compare_backtraces(
+            sf, stopped(StopReason::FrameLimit, Error(Errc::BadFrame, "stopped after 3 frames")),
+            ref);
         REQUIRE(cmp.first);
         CHECK(cmp.first->limit == SframeLimit::FrameLimit);
     }
@@ -82,7 +100,7 @@ TEST_CASE("compare_backtraces: SFrame ends early, and why") {
 TEST_CASE("compare_backtraces: the reference ends early") {
     const auto sf = chain(5);
     const auto ref = chain(4);
-    const auto cmp = compare_backtraces(sf, Error(Errc::Outermost, "end"), ref);
+    const auto cmp = compare_backtraces(sf, outermost(), ref);
     REQUIRE(cmp.first);
     CHECK(cmp.first->kind == Divergence::Kind::ReferenceEnded);
     CHECK(cmp.first->limit == SframeLimit::ReferenceEnded);
@@ -95,7 +113,7 @@ TEST_CASE("compare_backtraces: the first differing value is explained") {
     SECTION("a CFA") {
         sf[2].cfa = 0x7ff0a8;
         sf[2].rule = "CFA=rsp+24 RA=[CFA-8] FP=same (FDE 4, FRE 1)";
-        const auto cmp = compare_backtraces(sf, Error(Errc::Outermost, "end"), ref);
+        const auto cmp = compare_backtraces(sf, outermost(), ref);
         REQUIRE(cmp.first);
         CHECK(cmp.first->kind == Divergence::Kind::Cfa);
         CHECK(cmp.first->frame == 2);
@@ -108,7 +126,7 @@ TEST_CASE("compare_backtraces: the first differing value is explained") {
     SECTION("a PC after an equal CFA: the RA rule") {
         sf[3].pc = 0x999999;
         sf[2].rule = "CFA=rsp+16 RA=[CFA-16] FP=same (FDE 2, FRE 0)";
-        const auto cmp = compare_backtraces(sf, Error(Errc::Outermost, "end"), ref);
+        const auto cmp = compare_backtraces(sf, outermost(), ref);
         REQUIRE(cmp.first);
         CHECK(cmp.first->kind == Divergence::Kind::Pc);
         CHECK(cmp.first->frame == 3);
@@ -118,13 +136,13 @@ TEST_CASE("compare_backtraces: the first differing value is explained") {
     SECTION("an unknown value is not compared") {
         ref[4].fp.reset();
         sf[4].fp = 0x1234;
-        const auto cmp = compare_backtraces(sf, Error(Errc::Outermost, "end"), ref);
+        const auto cmp = compare_backtraces(sf, outermost(), ref);
         CHECK(cmp.agree());
         CHECK_FALSE(cmp.frames[4].fp_compared);
     }
     SECTION("an FP") {
         sf[1].fp = 0x5;
-        const auto cmp = compare_backtraces(sf, Error(Errc::Outermost, "end"), ref);
+        const auto cmp = compare_backtraces(sf, outermost(), ref);
         REQUIRE(cmp.first);
         CHECK(cmp.first->kind == Divergence::Kind::Fp);
         CHECK(cmp.first->frame == 1);
@@ -140,7 +158,8 @@ TEST_CASE("frame_views: the CFA is known once a frame is stepped") {
         f.cfa = 0x8010U + 0x10U * static_cast<unsigned>(i);
         bt.frames.push_back(f);
     }
-    bt.stop = Error(Errc::NotFound, "no module with SFrame covers 0x1002");
+    bt.stop.reason = StopReason::NoRow;
+    bt.stop.error = Error(Errc::NotFound, "no module with SFrame covers 0x1002");
     const auto v = frame_views(bt);
     REQUIRE(v.size() == 3);
     CHECK(v[0].cfa == 0x8010U);

@@ -102,9 +102,9 @@ TEST_CASE("WindowMemory: a step from the planned window equals a step from memor
     WindowMemory window(addr, bytes, &none);
     auto windowed = step(r, abi, callee, true, window);
     REQUIRE(windowed);
-    CHECK(windowed->caller.pc == direct->caller.pc);
-    CHECK(windowed->caller.sp == direct->caller.sp);
-    CHECK(windowed->caller.fp == direct->caller.fp);
+    CHECK(windowed->caller->pc == direct->caller->pc);
+    CHECK(windowed->caller->sp == direct->caller->sp);
+    CHECK(windowed->caller->fp == direct->caller->fp);
     CHECK(windowed->cfa == direct->cfa);
     CHECK(window.fallback_reads() == 0);
     CHECK(none.reads == 0);

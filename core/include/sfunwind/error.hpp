@@ -20,7 +20,8 @@ enum class Errc : std::uint8_t {
     BadFrame,         // a step produced an impossible frame (sp went backwards, ...)
     UnsafeRule,       // a register-based rule asked for outside the topmost frame
     Io,               // file or system error
-    Outermost,        // not a failure: the rules say the stack ends here
+    // The end of a stack is not an error: see StepResult::caller and
+    // StopReason::Outermost.
 };
 
 const char* to_string(Errc code) noexcept;

@@ -3,20 +3,13 @@
 
 #include "sfunwind/row.hpp"
 
-#include <cstdio>
 #include <string>
 
 namespace sfunwind {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
 std::string where(const FrameView& f) {
-    std::string s = hex(f.pc);
+    std::string s = to_hex(f.pc);
     if (!f.function.empty())
         s += " (" + f.function + ")";
     else if (!f.module.empty())
@@ -25,24 +18,31 @@ std::string where(const FrameView& f) {
 }
 
 std::string value_or_unknown(const std::optional<std::uint64_t>& v) {
-    return v ? hex(*v) : "unknown";
+    return v ? to_hex(*v) : "unknown";
 }
 
 // The SFrame limit behind a walk that ended at `last` with `stop`.
-SframeLimit limit_of(const Error& stop, const FrameView* last) {
-    switch (stop.code()) {
-    case Errc::NotFound:
+SframeLimit limit_of(const BacktraceStop& stop, const FrameView* last) {
+    switch (stop.reason) {
+    case StopReason::Outermost:
+        return SframeLimit::Outermost;
+    case StopReason::NoRow:
         return last != nullptr && last->in_sframe_module ? SframeLimit::NoFde
                                                          : SframeLimit::NoModuleSframe;
+    case StopReason::FrameLimit:
+        return SframeLimit::FrameLimit;
+    case StopReason::NoProgress:
+        return SframeLimit::BadFrame;
+    case StopReason::StepFailed:
+        break;
+    }
+    switch (stop.error ? stop.error->code() : Errc::Malformed) {
     case Errc::UnsafeRule:
         return SframeLimit::TopmostOnlyRule;
-    case Errc::Outermost:
-        return SframeLimit::Outermost;
     case Errc::MemoryUnreadable:
         return SframeLimit::UnreadableMemory;
     case Errc::BadFrame:
-        return stop.what().rfind("stopped after", 0) == 0 ? SframeLimit::FrameLimit
-                                                          : SframeLimit::BadFrame;
+        return SframeLimit::BadFrame;
     default:
         return SframeLimit::None;
     }
@@ -134,7 +134,7 @@ const char* to_string(Divergence::Kind kind) noexcept {
 }
 
 BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
-                                       const Error& sframe_stop,
+                                       const BacktraceStop& sframe_stop,
                                        const std::vector<FrameView>& reference) {
     BacktraceComparison out;
     const std::size_t common = sframe.size() < reference.size() ? sframe.size() : reference.size();
@@ -168,8 +168,8 @@ BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
                 const FrameView& rb = reference[i - 1];
                 if (sb.cfa && rb.cfa && *sb.cfa != *rb.cfa)
                     d.explanation += " The CFAs of frame " + std::to_string(i - 1) +
-                                     " differ (SFrame " + hex(*sb.cfa) + ", reference " +
-                                     hex(*rb.cfa) +
+                                     " differ (SFrame " + to_hex(*sb.cfa) + ", reference " +
+                                     to_hex(*rb.cfa) +
                                      "): the SFrame CFA rule does not hold at that PC.";
                 else
                     d.explanation +=
@@ -180,19 +180,19 @@ BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
         } else if (!m.cfa) {
             d.kind = Divergence::Kind::Cfa;
             d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
-                            "): the CFA differs: SFrame " + hex(*s.cfa) + ", reference " +
-                            hex(*r.cfa) + "." + row_sentence(sframe, i);
+                            "): the CFA differs: SFrame " + to_hex(*s.cfa) + ", reference " +
+                            to_hex(*r.cfa) + "." + row_sentence(sframe, i);
         } else if (!m.sp) {
             d.kind = Divergence::Kind::Sp;
             d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
-                            "): the SP differs: SFrame " + hex(*s.sp) + ", reference " +
-                            hex(*r.sp) + ".";
+                            "): the SP differs: SFrame " + to_hex(*s.sp) + ", reference " +
+                            to_hex(*r.sp) + ".";
             if (i > 0) d.explanation += row_sentence(sframe, i - 1);
         } else {
             d.kind = Divergence::Kind::Fp;
             d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
-                            "): the FP differs: SFrame " + hex(*s.fp) + ", reference " +
-                            hex(*r.fp) + ".";
+                            "): the FP differs: SFrame " + to_hex(*s.fp) + ", reference " +
+                            to_hex(*r.fp) + ".";
             if (i > 0) d.explanation += row_sentence(sframe, i - 1);
         }
         out.first = std::move(d);

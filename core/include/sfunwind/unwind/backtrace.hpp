@@ -4,11 +4,13 @@
 // consumer that walks a whole stack itself uses (the CLI, LLDB's `sframe bt`).
 #pragma once
 
+#include "sfunwind/unwind/frame_address.hpp"
 #include "sfunwind/unwind/module_set.hpp"
 #include "sfunwind/unwind/step.hpp"
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace sfunwind {
@@ -20,28 +22,50 @@ struct BacktraceOptions {
 
 struct Frame {
     FrameRegs regs;        // this frame's registers (pc is the runtime PC)
+    // regs.pc, and whether it is a return address (every caller frame but one
+    // a signal interrupted): where the frame's row and symbol are looked up.
+    FrameAddress address = FrameAddress::instruction_pointer(0);
     std::uint64_t cfa = 0; // known once the frame has been stepped
     const Module* module = nullptr;
     std::optional<Row> row; // the row used to step out of this frame
 };
 
-struct Backtrace {
-    std::vector<Frame> frames;
-    // Why the walk ended: Errc::Outermost when the stack really ended; any
-    // other code for failures ("no FDE covers ...", unreadable memory, a
-    // loop, the frame limit).
-    Error stop{Errc::Outermost, ""};
-    bool complete() const { return stop.code() == Errc::Outermost; }
+// Why a walk ended. Only Outermost is the stack's normal end.
+enum class StopReason : std::uint8_t {
+    Outermost,  // the rules say the stack ends here (StackEnd)
+    NoRow,      // no module with unwind rows, or no row in it, covers the frame's PC
+    StepFailed, // a step failed: a damaged FDE, unreadable memory, a register rule that cannot
+                // be followed, an impossible frame
+    NoProgress, // a frame repeats: the walk would loop
+    FrameLimit, // the walk reached BacktraceOptions::max_frames
 };
 
-// The PC to look rows up with: a caller frame's PC is a return address, which
-// may already be past the end of a noreturn call's function, so use pc - 1.
-inline std::uint64_t lookup_pc(std::uint64_t pc, bool is_return_address) {
-    return is_return_address && pc != 0 ? pc - 1 : pc;
-}
+const char* to_string(StopReason reason) noexcept;
+
+struct BacktraceStop {
+    StopReason reason = StopReason::Outermost;
+    StackEnd end = StackEnd::RaUndefined; // for Outermost
+    std::uint64_t outermost_pc = 0;       // the outermost frame's PC, for the message
+    // What went wrong, with its location, for every other reason.
+    std::optional<Error> error;
+
+    // "outermost frame: the return address is undefined at 0x401000", or
+    // the error's message.
+    std::string message() const;
+    // A short name of the cause, for JSON: "outermost frame" or the error
+    // code's name ("not found", "bad frame", ...).
+    const char* code_name() const noexcept;
+};
+
+struct Backtrace {
+    std::vector<Frame> frames;
+    BacktraceStop stop;
+    bool complete() const { return stop.reason == StopReason::Outermost; }
+};
 
 // Steps one frame with the modules' rows: finds the module and row for
-// `callee` and applies step(). `topmost` as for step(); `row_out` receives the
+// `callee` (at FrameAddress::of_frame(callee.pc, topmost).lookup_address())
+// and applies step(). `topmost` as for step(); `row_out` receives the
 // row used, and stays empty when there is none (no module, no FDE, or a
 // damaged one).
 Expected<StepResult> step_frame(const ModuleSet& modules, const FrameRegs& callee, bool topmost,

@@ -92,7 +92,7 @@ struct BacktraceComparison {
 // `sframe_stop` is why the SFrame walk ended (Backtrace::stop); an Outermost
 // stop with a reference that goes on is reported as such.
 BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
-                                       const Error& sframe_stop,
+                                       const BacktraceStop& sframe_stop,
                                        const std::vector<FrameView>& reference);
 
 // The views of a Backtrace's frames (pc, sp, fp, CFA once stepped, the row

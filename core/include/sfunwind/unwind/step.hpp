@@ -52,16 +52,29 @@ struct StepOptions {
     bool check_stack_direction = true;
 };
 
+// Why a frame has no caller. Both are the normal end of a stack, not failures.
+enum class StackEnd : std::uint8_t {
+    RaUndefined, // the row marks the outermost frame (RA undefined: SFrame v3 section 2.4.2)
+    RaZero,      // the return address found is 0, which ends the stack on every supported psABI
+};
+
+const char* to_string(StackEnd end) noexcept;
+
 struct StepResult {
-    FrameRegs caller;
-    std::uint64_t cfa = 0;
-    bool fp_restored = false; // the FP came from the stack (else it is unchanged)
+    // The caller's registers; empty when this frame is the outermost one.
+    std::optional<FrameRegs> caller;
+    StackEnd end = StackEnd::RaUndefined; // why `caller` is empty
+    std::uint64_t cfa = 0;                // known unless the row itself ends the stack
+    bool fp_restored = false;             // the FP came from the stack (else it is unchanged)
+
+    bool outermost() const noexcept { return !caller; }
 };
 
 // Steps from `callee` (whose pc the row was looked up for) to its caller.
 // `topmost` is true for frame 0, and for a frame interrupted by a signal whose
-// registers are all live. An outermost row gives Errc::Outermost, which is the
-// normal end of a backtrace rather than a failure.
+// registers are all live. The outermost frame is a result with no caller, not
+// an error. Address arithmetic is checked: a rule whose CFA or slot address
+// wraps around the address space is an Errc::BadFrame error naming the values.
 Expected<StepResult> step(const Row& row, const Abi& abi, const FrameRegs& callee, bool topmost,
                           MemoryReader& memory, RegisterSource* extra = nullptr,
                           const StepOptions& options = {});
