@@ -54,12 +54,6 @@ std::vector<std::unique_ptr<Case>>& cases() {
     return all;
 }
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
 Status parse_into(Case& c) {
     auto section = sframe::Section::parse(c.bytes, c.vaddr);
     if (!section) return Error(section.error().code(), c.label + ": " + section.error().message());
@@ -77,8 +71,8 @@ Status check_rows(const Case& c) {
         if (ok) continue;
         if (++failures <= 5)
             std::fprintf(
-                stderr, "%s: PC %s: %s\n", c.label.c_str(), hex(pc).c_str(),
-                row ? ("row [" + hex(row->pc_begin) + ", " + hex(row->pc_end) + ") misses it")
+                stderr, "%s: PC %s: %s\n", c.label.c_str(), to_hex(pc).c_str(),
+                row ? ("row [" + to_hex(row->pc_begin) + ", " + to_hex(row->pc_end) + ") misses it")
                           .c_str()
                     : row.error().message().c_str());
     }
@@ -115,12 +109,12 @@ Status check_same_rows(const Case& original, const Case& copy) {
         auto got = copy.section->lookup(pc);
         if (!want || !got)
             return Error(Errc::NotFound,
-                         copy.label + ": no row for " + hex(pc) + " in one of the copies");
+                         copy.label + ": no row for " + to_hex(pc) + " in one of the copies");
         if (!same_row(*want, *got))
-            return Error(Errc::Malformed, copy.label + ": PC " + hex(pc) + ": the original gives " +
-                                              sfunwind::describe(*want, original.section->abi()) +
-                                              ", the copy " +
-                                              sfunwind::describe(*got, copy.section->abi()));
+            return Error(Errc::Malformed,
+                         copy.label + ": PC " + to_hex(pc) + ": the original gives " +
+                             sfunwind::describe(*want, original.section->abi()) + ", the copy " +
+                             sfunwind::describe(*got, copy.section->abi()));
     }
     return sfunwind::ok();
 }

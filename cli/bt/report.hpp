@@ -33,7 +33,6 @@ struct Report {
 // The function containing a frame's PC: the module's own symbols, else libdwfl's.
 SymbolName frame_symbol(const Report& report, FrameAddress address);
 
-
 void print_text(const Report& report, std::FILE* out);
 void print_json(const Report& report, std::FILE* out);
 

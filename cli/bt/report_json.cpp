@@ -47,11 +47,10 @@ json sframe_json(const Report& r, const ThreadWalk& t) {
         j["row"] = f.row ? json(describe(*f.row, r.abi)) : json(nullptr);
         frames.push_back(std::move(j));
     }
-    return {{"frames", std::move(frames)},
-            {"end",
-             {{"kind", to_string(t.end)},
-              {"message", t.end_message},
-              {"code", bt.stop.code_name()}}}};
+    return {
+        {"frames", std::move(frames)},
+        {"end",
+         {{"kind", to_string(t.end)}, {"message", t.end_message}, {"code", bt.stop.code_name()}}}};
 }
 
 json cfi_json(const CfiBacktrace& cfi) {

@@ -94,8 +94,7 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
         const Frame& f = bt.frames[i];
         const SymbolName sym = frame_symbol(r, f.address);
         std::fprintf(out, "#%-3zu %s in %s (%s) ", i, pc_text(f.regs.pc).c_str(),
-                     symbol_text(sym.name, sym.offset).c_str(),
-                     module_text(r, f.address).c_str());
+                     symbol_text(sym.name, sym.offset).c_str(), module_text(r, f.address).c_str());
         if (i + 1 < bt.frames.size()) std::fprintf(out, " cfa=%s", to_hex(f.cfa).c_str());
         std::fprintf(out, " sp=%s fp=%s", to_hex(f.regs.sp).c_str(), to_hex(f.regs.fp).c_str());
         if (f.row) std::fprintf(out, "  [row: %s]", describe(*f.row, r.abi).c_str());

@@ -12,13 +12,25 @@ constexpr std::array<const char*, 17> amd64_names = {"rax", "rdx", "rcx", "rbx",
                                                      "rbp", "rsp", "r8",  "r9",  "r10", "r11",
                                                      "r12", "r13", "r14", "r15", "rip"};
 
-const Abi amd64{Arch::X86_64, ByteOrder::Little, "amd64", 7, 6, 16, 0, false, 16};
-const Abi aarch64_le{Arch::AArch64, ByteOrder::Little, "aarch64", 31, 29, 30, 0, true, 16};
-const Abi aarch64_be{Arch::AArch64, ByteOrder::Big, "aarch64_be", 31, 29, 30, 0, true, 16};
+// s390x ELF ABI supplement, table "DWARF register number mapping": 16-31 are
+// the floating-point registers in this order (as GNU as and objdump number them).
+constexpr std::array<const char*, 16> s390x_fpr_names = {"f0", "f2",  "f4",  "f6",  "f1",  "f3",
+                                                         "f5", "f7",  "f8",  "f10", "f12", "f14",
+                                                         "f9", "f11", "f13", "f15"};
+
+const Abi amd64{Arch::X86_64, ByteOrder::Little, "amd64", 7, 6, 16, 0, false, 16, -8};
+const Abi aarch64_le{Arch::AArch64, ByteOrder::Little, "aarch64", 31, 29, 30, 0, true, 16, 0};
+const Abi aarch64_be{Arch::AArch64, ByteOrder::Big, "aarch64_be", 31, 29, 30, 0, true, 16, 0};
 // s390x ELF ABI: CFA = caller's SP + 160 (SFrame v3 section 3.1.3).
-const Abi s390x{Arch::S390x, ByteOrder::Big, "s390x", 15, 11, 14, -160, true, 8};
-const Abi ppc64_be{Arch::Ppc64, ByteOrder::Big, "ppc64", 1, 31, 65, 0, true, 16};
-const Abi ppc64_le{Arch::Ppc64, ByteOrder::Little, "ppc64le", 1, 31, 65, 0, true, 16};
+const Abi s390x{Arch::S390x, ByteOrder::Big, "s390x", 15, 11, 14, -160, true, 8, 0};
+const Abi ppc64_be{Arch::Ppc64, ByteOrder::Big, "ppc64", 1, 31, 65, 0, true, 16, 0};
+const Abi ppc64_le{Arch::Ppc64, ByteOrder::Little, "ppc64le", 1, 31, 65, 0, true, 16, 0};
+
+constexpr std::array<std::uint16_t, 5> amd64_untracked{3, 12, 13, 14, 15};
+constexpr std::array<std::uint16_t, 18> aarch64_untracked{19, 20, 21, 22, 23, 24, 25, 26, 27,
+                                                          28, 72, 73, 74, 75, 76, 77, 78, 79};
+constexpr std::array<std::uint16_t, 15> s390x_untracked{6,  7,  8,  9,  10, 12, 13, 24,
+                                                        25, 26, 27, 28, 29, 30, 31};
 
 } // namespace
 
@@ -35,7 +47,7 @@ const Abi& abi_ppc64(ByteOrder order) noexcept {
     return order == ByteOrder::Big ? ppc64_be : ppc64_le;
 }
 
-std::string register_name(const Abi& abi, std::uint16_t reg) {
+std::string known_register_name(const Abi& abi, std::uint16_t reg) {
     switch (abi.arch) {
     case Arch::X86_64:
         if (reg < amd64_names.size()) return amd64_names[reg];
@@ -46,14 +58,33 @@ std::string register_name(const Abi& abi, std::uint16_t reg) {
         break;
     case Arch::S390x:
         if (reg <= 15) return "r" + std::to_string(reg);
-        if (reg <= 31) return "f" + std::to_string(reg - 16);
+        if (reg <= 31) return s390x_fpr_names[reg - 16];
         break;
     case Arch::Ppc64:
         if (reg <= 31) return "r" + std::to_string(reg);
         if (reg == 65) return "lr";
         break;
     }
-    return "r" + std::to_string(reg);
+    return {};
+}
+
+std::string register_name(const Abi& abi, std::uint16_t reg) {
+    std::string name = known_register_name(abi, reg);
+    return name.empty() ? "r" + std::to_string(reg) : name;
+}
+
+std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi) {
+    switch (abi.arch) {
+    case Arch::X86_64:
+        return amd64_untracked;
+    case Arch::AArch64:
+        return aarch64_untracked;
+    case Arch::S390x:
+        return s390x_untracked;
+    case Arch::Ppc64:
+        break;
+    }
+    return {};
 }
 
 } // namespace sfunwind

@@ -12,7 +12,9 @@ std::string signed_offset(std::int32_t v) {
     return (v < 0 ? "-" : "+") + std::to_string(v < 0 ? -std::int64_t{v} : v);
 }
 
-std::string rule_text(const RegRule& r, const Abi& abi) {
+} // namespace
+
+std::string describe(const RegRule& r, const Abi& abi) {
     switch (r.kind) {
     case RegRule::Kind::Undefined:
         return "undefined";
@@ -31,16 +33,22 @@ std::string rule_text(const RegRule& r, const Abi& abi) {
     return "?";
 }
 
-} // namespace
+bool is_fixed_ra_rule(const RegRule& ra, const Abi& abi) {
+    return abi.fixed_ra_offset != 0 && ra.kind == RegRule::Kind::AtCfa &&
+           ra.offset == abi.fixed_ra_offset;
+}
+
+std::string describe(const CfaRule& rule, const Abi& abi) {
+    const std::string base = register_name(abi, rule.reg) + signed_offset(rule.offset);
+    return rule.deref ? "[" + base + "]" : base;
+}
 
 std::string describe(const Row& row, const Abi& abi) {
     if (row.outermost && row.ra.kind == RegRule::Kind::Undefined && row.cfa.reg == 0 &&
         row.cfa.offset == 0)
         return "RA=undefined (outermost)";
-    std::string cfa = register_name(abi, row.cfa.reg) + signed_offset(row.cfa.offset);
-    if (row.cfa.deref) cfa = "[" + cfa + "]";
-    std::string s =
-        "CFA=" + cfa + " RA=" + rule_text(row.ra, abi) + " FP=" + rule_text(row.fp, abi);
+    std::string s = "CFA=" + describe(row.cfa, abi) + " RA=" + describe(row.ra, abi) +
+                    " FP=" + describe(row.fp, abi);
     if (row.mangled_ra) s += row.pauth_key_b ? " ra-signed(B)" : " ra-signed(A)";
     if (row.signal_frame) s += " signal";
     if (row.outermost) s += " outermost";

@@ -47,11 +47,11 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
     for (const auto& m : modules)
         if (m.loaded && addr >= m.begin && addr < m.end) mod = &m;
     if (mod == nullptr) {
-        result.Printf("%s: not in any loaded module\n", hex(addr).c_str());
+        result.Printf("%s: not in any loaded module\n", to_hex(addr).c_str());
         return false;
     }
     if (!mod->file->section) {
-        result.Printf("%s: %s has no usable SFrame section (%s)\n", hex(addr).c_str(),
+        result.Printf("%s: %s has no usable SFrame section (%s)\n", to_hex(addr).c_str(),
                       mod->name.c_str(), mod->file->problem.c_str());
         return false;
     }
@@ -59,16 +59,16 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
     const std::uint64_t link_pc = addr - mod->bias;
     auto fde = section.find_fde(link_pc);
     if (!fde) {
-        result.Printf("%s (link-time %s in %s): %s\n", hex(addr).c_str(), hex(link_pc).c_str(),
-                      mod->name.c_str(), fde.error().message().c_str());
+        result.Printf("%s (link-time %s in %s): %s\n", to_hex(addr).c_str(),
+                      to_hex(link_pc).c_str(), mod->name.c_str(), fde.error().message().c_str());
         return false;
     }
     const std::uint64_t begin = fde->start + mod->bias;
     std::string fn = symbol_at(target, FrameAddress::instruction_pointer(begin));
     result.Printf(
         "SFrame unwind rows for %s in %s: FDE %u, [%s-%s) (link-time [%s-%s)), SFrame %s\n",
-        fn.empty() ? "??" : fn.c_str(), mod->name.c_str(), fde->index, hex(begin).c_str(),
-        hex(begin + fde->size).c_str(), hex(fde->start).c_str(), hex(fde->end()).c_str(),
+        fn.empty() ? "??" : fn.c_str(), mod->name.c_str(), fde->index, to_hex(begin).c_str(),
+        to_hex(begin + fde->size).c_str(), to_hex(fde->start).c_str(), to_hex(fde->end()).c_str(),
         version_name(section.version()));
     result.Printf("  %s FDE, %s FREs, %u FREs%s%s\n",
                   fde->fde_type == sframe::FdeType::Flex ? "flexible" : "default",
@@ -109,7 +109,7 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
         const std::uint64_t at = begin + (*fres)[i].start;
         std::string marker;
         if (mark_addr && addr >= at + block && addr < begin + block + next)
-            marker = "  <-- " + hex(addr);
+            marker = "  <-- " + to_hex(addr);
         if (row)
             result.Printf("row[%u]: %s (+%u): %s%s\n", i, addr16(at).c_str(), (*fres)[i].start,
                           describe(*row, section.abi()).c_str(), marker.c_str());

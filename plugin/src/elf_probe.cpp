@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "elf_probe.hpp"
 
+#include "debug_file_cache.hpp"
+
 #include "sfunwind/elf/elf_file.hpp"
 
 #include <cstdio>
 #include <cstring>
-#include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <unistd.h>
@@ -44,19 +45,9 @@ Elf_Scn* find_section(::Elf* elf, const char* name, std::uint32_t type) {
 } // namespace
 
 Expected<std::string> read_build_id(const std::string& path) {
-    ElfHandle h;
-    if (!open_elf(path, h)) return Error(Errc::BadMagic, path + " is not a readable ELF file");
-    const void* id = nullptr;
-    const ssize_t n = dwelf_elf_gnu_build_id(h.elf, &id);
-    if (n <= 0 || id == nullptr) return Error(Errc::NotFound, path + " has no GNU build-id note");
-    const auto* bytes = static_cast<const std::uint8_t*>(id);
-    std::string hex;
-    for (ssize_t i = 0; i < n; ++i) {
-        char buf[4];
-        std::snprintf(buf, sizeof buf, "%02x", static_cast<unsigned>(bytes[i]));
-        hex += buf;
-    }
-    return hex;
+    auto id = elf::read_build_id(path);
+    if (!id) return std::move(id).error();
+    return build_id_hex(*id);
 }
 
 bool has_sframe(const std::string& path) {

@@ -15,12 +15,6 @@ std::string addr16(const std::optional<std::uint64_t>& v) {
     return v ? addr16(*v) : std::string("      unknown     ");
 }
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
 const char* version_name(sframe::Version v) {
     switch (v) {
     case sframe::Version::V1:

@@ -14,8 +14,6 @@ namespace sfunwind::lldb_plugin {
 std::string addr16(std::uint64_t v);
 // The same, or 16 dashes padded when unknown.
 std::string addr16(const std::optional<std::uint64_t>& v);
-// "0x1a2b", unpadded.
-std::string hex(std::uint64_t v);
 // "v1", "v2", "v3".
 const char* version_name(sframe::Version v);
 

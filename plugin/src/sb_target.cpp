@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "sb_target.hpp"
 
-#include <array>
 #include <lldb/API/SBDebugger.h>
 #include <lldb/API/SBError.h>
 #include <lldb/API/SBValue.h>
@@ -31,27 +30,6 @@ int lldb_major_version() {
     return major;
 }
 
-std::string lldb_register_name(const Abi& abi, std::uint16_t reg) {
-    // DWARF numbering of each psABI (x86-64 psABI figure 3.36, AAPCS64
-    // DWARF for the Arm 64-bit architecture section 4.1, s390x ELF ABI
-    // table 1.17), mapped to the names LLDB's register contexts use.
-    static constexpr std::array<const char*, 17> amd64 = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi",
-                                                          "rbp", "rsp", "r8",  "r9",  "r10", "r11",
-                                                          "r12", "r13", "r14", "r15", "rip"};
-    switch (abi.arch) {
-    case Arch::X86_64:
-        return reg < amd64.size() ? amd64[reg] : "";
-    case Arch::AArch64:
-        if (reg <= 30) return "x" + std::to_string(reg);
-        return reg == 31 ? "sp" : "";
-    case Arch::S390x:
-        return reg <= 15 ? "r" + std::to_string(reg) : "";
-    case Arch::Ppc64:
-        break;
-    }
-    return "";
-}
-
 bool SbMemory::read(std::uint64_t addr, std::span<std::uint8_t> out) {
     ++reads_;
     lldb::SBError error;
@@ -61,7 +39,7 @@ bool SbMemory::read(std::uint64_t addr, std::span<std::uint8_t> out) {
 
 std::optional<std::uint64_t> read_register(lldb::SBFrame& frame, const Abi& abi,
                                            std::uint16_t dwarf_reg) {
-    const std::string name = lldb_register_name(abi, dwarf_reg);
+    const std::string name = known_register_name(abi, dwarf_reg);
     if (name.empty()) return std::nullopt;
     lldb::SBValue value = frame.FindRegister(name.c_str());
     if (!value.IsValid()) return std::nullopt;

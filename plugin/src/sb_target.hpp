@@ -23,9 +23,6 @@ const Abi* abi_of(lldb::SBTarget& target);
 // The major version of the LLDB the plugin runs in ("lldb version 19.1.7": 19).
 int lldb_major_version();
 
-// LLDB's name for a DWARF register of `abi` ("rbx", "x19", "r14"), or empty.
-std::string lldb_register_name(const Abi& abi, std::uint16_t dwarf_reg);
-
 class SbMemory final : public MemoryReader {
   public:
     explicit SbMemory(const lldb::SBProcess& process) : process_(process) {}

@@ -76,12 +76,6 @@ struct OurFrame {
     std::string row;
 };
 
-std::string hex(std::uint64_t v) {
-    char b[24];
-    std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-    return b;
-}
-
 } // namespace
 
 namespace {
@@ -94,7 +88,7 @@ int run(int argc, char** argv) {
         if (!index) return std::fprintf(stderr, "%s\n", index.error().message().c_str()), 2;
         for (const auto& f : index->functions())
             if (std::find(f.names.begin(), f.names.end(), argv[3]) != f.names.end())
-                return std::printf("%s\n", hex(f.start).c_str()), 0;
+                return std::printf("%s\n", to_hex(f.start).c_str()), 0;
         return std::fprintf(stderr, "no function %s\n", argv[3]), 2;
     }
     if (argc != 3) {
@@ -165,11 +159,11 @@ int run(int argc, char** argv) {
             const std::uint64_t pc = num(gdb[k]["pc"]);
             ++frames_compared;
             if (ours[k].pc != pc)
-                problem =
-                    "frame " + std::to_string(k) + " pc " + hex(ours[k].pc) + ", GDB " + hex(pc);
+                problem = "frame " + std::to_string(k) + " pc " + to_hex(ours[k].pc) + ", GDB " +
+                          to_hex(pc);
             if (problem.empty() && !gdb[k]["sp"].is_null() && ours[k].sp != num(gdb[k]["sp"]))
-                problem = "frame " + std::to_string(k) + " sp " + hex(ours[k].sp) + ", GDB " +
-                          hex(num(gdb[k]["sp"]));
+                problem = "frame " + std::to_string(k) + " sp " + to_hex(ours[k].sp) + ", GDB " +
+                          to_hex(num(gdb[k]["sp"]));
             if (problem.empty() && !gdb[k]["r31"].is_null()) {
                 ++r31_compared;
                 r31_equal += ours[k].fp == num(gdb[k]["r31"]) ? 1U : 0U;
@@ -181,7 +175,7 @@ int run(int argc, char** argv) {
         // Ours must not claim more frames than GDB found.
         if (problem.empty() && ours.size() > n)
             problem = "ours has " + std::to_string(ours.size() - n) + " frames more than GDB's " +
-                      std::to_string(n) + "; next pc " + hex(ours[n].pc);
+                      std::to_string(n) + "; next pc " + to_hex(ours[n].pc);
         if (problem.empty() && gdb_outermost && !outermost)
             problem = "GDB reached the end of the stack, ours stopped on: " + end;
         const bool in_leaf = !gdb.empty() && gdb[0]["name"].is_string() && gdb[0]["name"] == "leaf";
@@ -195,7 +189,7 @@ int run(int argc, char** argv) {
                 names += (names.empty() ? "" : " < ") +
                          (f["name"].is_string() ? f["name"].get<std::string>() : "?");
             std::printf("MISMATCH stop %d at %s: %s\n  GDB: %s\n", stop["stop"].get<int>(),
-                        hex(num(regs["pc"])).c_str(), problem.c_str(), names.c_str());
+                        to_hex(num(regs["pc"])).c_str(), problem.c_str(), names.c_str());
         }
     }
     std::printf("%s: %zu stops, %zu match GDB's CFI backtrace (%zu frames compared; r31 equal in "

@@ -347,6 +347,7 @@ TEST_CASE("convert: no SFrame ABI for ppc64, no CFI at all", "[convert]") {
     auto r = convert::from_cfi(*noeh);
     REQUIRE(!r.has_value());
     CHECK(r.error().code() == Errc::NotFound);
-    CHECK(!convert::sframe_abi(abi_ppc64(ByteOrder::Big)).has_value());
-    CHECK(*convert::sframe_abi(abi_s390x()) == sframe::AbiArch::S390xBig);
+    CHECK(!sframe::abi_arch_of(abi_ppc64(ByteOrder::Big)).has_value());
+    CHECK(*sframe::abi_arch_of(abi_s390x()) == sframe::AbiArch::S390xBig);
+    CHECK(sframe::abi_of(sframe::AbiArch::AArch64Big) == &abi_aarch64(ByteOrder::Big));
 }

@@ -235,7 +235,7 @@ void check_pc(const DebugFrameReader& r, const sframe::Section& section, std::ui
     if (!row->outermost)
         CHECK(libdw_rule(frame.get(), abi.fp_reg, cfa) == expected_rule(row->fp, cfa));
     // Registers SFrame cannot restore are undefined, never "same value".
-    for (const std::uint16_t reg : cfi::untracked_callee_saved(abi))
+    for (const std::uint16_t reg : untracked_callee_saved(abi))
         CHECK(libdw_rule(frame.get(), reg, cfa).what == Where::What::Undefined);
     if (abi.sp_from_cfa != 0)
         CHECK(libdw_rule(frame.get(), abi.sp_reg, cfa) ==

@@ -91,8 +91,7 @@ Module module(const std::string& name, const Built& b, std::uint64_t bias, std::
 }
 
 std::vector<std::uint8_t> vector_bytes(const std::string& name) {
-    const auto j = nlohmann::json::parse(
-        test::read_text(test::gas_vectors_dir() / name));
+    const auto j = nlohmann::json::parse(test::read_text(test::gas_vectors_dir() / name));
     return j.at("content").get<std::vector<std::uint8_t>>();
 }
 
@@ -532,8 +531,8 @@ TEST_CASE("outermost rows end the walk without an error", "[step][backtrace]") {
         const Backtrace bt = backtrace(modules, regs(pc, 0x7ff800, 0), mem);
         CHECK(bt.complete());
         CHECK_FALSE(bt.stop.error.has_value());
-        CHECK(bt.stop.message() == "outermost frame: the return address is undefined at " +
-                                       to_hex(pc));
+        CHECK(bt.stop.message() ==
+              "outermost frame: the return address is undefined at " + to_hex(pc));
         CHECK(bt.frames.size() == 1);
         CHECK(mem.reads() == 0);
     }
@@ -730,11 +729,11 @@ TEST_CASE("a frame a signal interrupted is looked up and named at its exact PC",
     ModuleSet modules;
     modules.add(module("a.out", b, 0, 0x1000, 0x1210));
     FakeMemory mem(0x7ff000, 0x1000, ByteOrder::Little);
-    mem.put64(0x7ff800, 0x1004);    // the handler returns into the trampoline
-    mem.put64(0x7ff808, 0x7ffa00);  // the interrupted frame's rbp, saved by the "kernel"
-    mem.put64(0x7ff810, 0x1110);    // its PC: the first byte of the function at 0x1110
-    mem.put64(0x7ff818, 0x1208);    // which returns into the function at 0x1200
-    mem.put64(0x7ff820, 0);         // and that one ends the stack
+    mem.put64(0x7ff800, 0x1004);   // the handler returns into the trampoline
+    mem.put64(0x7ff808, 0x7ffa00); // the interrupted frame's rbp, saved by the "kernel"
+    mem.put64(0x7ff810, 0x1110);   // its PC: the first byte of the function at 0x1110
+    mem.put64(0x7ff818, 0x1208);   // which returns into the function at 0x1200
+    mem.put64(0x7ff820, 0);        // and that one ends the stack
     const Backtrace bt = backtrace(modules, regs(0x1204, 0x7ff800, 0), mem);
     INFO(bt.stop.message());
     REQUIRE(bt.frames.size() >= 3);

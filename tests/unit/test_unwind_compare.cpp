@@ -58,7 +58,10 @@ TEST_CASE("compare_backtraces: SFrame ends early, and why") {
     SECTION("in a module without SFrame") {
         sf.back().module = "libc.so.6";
         const auto cmp = compare_backtraces(
-            sf, stopped(StopReason::NoRow, Error(Errc::NotFound, "no module with SFrame covers 0x401020")), ref);
+            sf,
+            stopped(StopReason::NoRow,
+                    Error(Errc::NotFound, "no module with SFrame covers 0x401020")),
+            ref);
         CHECK(cmp.equal == 3);
         REQUIRE(cmp.first);
         CHECK(cmp.first->kind == Divergence::Kind::SframeEnded);
@@ -88,8 +91,7 @@ TEST_CASE("compare_backtraces: SFrame ends early, and why") {
         CHECK(cmp.first->limit == SframeLimit::Outermost);
     }
     SECTION("at the frame limit") {
-        const auto cmp =
-            compare_backtraces(
+        const auto cmp = compare_backtraces(
             sf, stopped(StopReason::FrameLimit, Error(Errc::BadFrame, "stopped after 3 frames")),
             ref);
         REQUIRE(cmp.first);

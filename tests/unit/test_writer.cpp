@@ -92,18 +92,8 @@ std::string row_str(const Row& r) {
            std::to_string(r.outermost) + std::to_string(r.pc_mask) + std::to_string(r.topmost_only);
 }
 
-const Abi& abi_of(AbiArch a) {
-    switch (a) {
-    case AbiArch::AArch64Big:
-        return abi_aarch64(ByteOrder::Big);
-    case AbiArch::AArch64Little:
-        return abi_aarch64(ByteOrder::Little);
-    case AbiArch::S390xBig:
-        return abi_s390x();
-    case AbiArch::Amd64Little:
-        break;
-    }
-    return abi_amd64();
+const Abi& abi_named(AbiArch a) {
+    return *sframe::abi_of(a);
 }
 
 // --- the version x ABI matrix ------------------------------------------------
@@ -116,7 +106,7 @@ struct Combo {
 
 std::string name(const Combo& c) {
     return "v" + std::to_string(static_cast<unsigned>(c.version)) + (c.pcrel ? "+pcrel " : " ") +
-           std::string(abi_of(c.abi).name) + (c.abi == AbiArch::AArch64Big ? "" : "");
+           std::string(abi_named(c.abi).name) + (c.abi == AbiArch::AArch64Big ? "" : "");
 }
 
 // Spec v1 section 1.2.1 (no s390x), v2 erratum 1 (s390x, PCREL), v3 2.2.1.
@@ -135,7 +125,7 @@ std::vector<Combo> combos() {
 // Functions exercising every rule kind the combination can encode, added
 // out of address order so that the writer has to sort them.
 std::vector<FdeSpec> functions_for(const Combo& c) {
-    const Abi& abi = abi_of(c.abi);
+    const Abi& abi = abi_named(c.abi);
     const bool s390x = abi.arch == Arch::S390x;
     const bool amd64 = abi.arch == Arch::X86_64;
     const bool aarch64 = abi.arch == Arch::AArch64;
@@ -366,8 +356,7 @@ using test::load_vectors;
 using test::Vector;
 
 std::vector<std::uint8_t> vector_bytes(const std::string& name) {
-    const auto j = nlohmann::json::parse(
-        test::read_text(test::gas_vectors_dir() / name));
+    const auto j = nlohmann::json::parse(test::read_text(test::gas_vectors_dir() / name));
     return j.at("content").get<std::vector<std::uint8_t>>();
 }
 
@@ -478,12 +467,12 @@ TEST_CASE("writer round trip: every version x ABI combination decodes to the row
         REQUIRE(s.has_value());
         CHECK(s->version() == c.version);
         CHECK(s->header().abi_arch == c.abi);
-        CHECK(s->view().order() == abi_of(c.abi).order);
+        CHECK(s->view().order() == abi_named(c.abi).order);
         CHECK(s->header().sorted());
         CHECK(s->header().pcrel() == (c.pcrel && c.version != Version::V1));
         CHECK(s->searches_in_place());
         CHECK(s->used_size() == bytes->size());
-        CHECK(s->header().cfa_fixed_ra_offset == (abi_of(c.abi).arch == Arch::X86_64 ? -8 : 0));
+        CHECK(s->header().cfa_fixed_ra_offset == (abi_named(c.abi).arch == Arch::X86_64 ? -8 : 0));
 
         // The map names the offsets the decoder finds.
         REQUIRE(map.fdes.size() == fdes.size());

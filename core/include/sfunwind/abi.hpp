@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace sfunwind {
@@ -24,6 +25,10 @@ struct Abi {
     std::int32_t sp_from_cfa;  // caller SP = CFA + this (s390x: -160; SFrame v3 section 3.1.3)
     bool ra_in_register;       // the RA is passed in a register (LR), not pushed by the call
     std::uint32_t stack_align; // the caller's SP is a multiple of this at a call site
+    // Where the call instruction leaves the RA, for the whole function: CFA +
+    // this (x86-64: -8, SFrame v3 section 3.1.1 sfh_cfa_fixed_ra_offset); 0
+    // where the RA arrives in a register and has rules of its own.
+    std::int8_t fixed_ra_offset;
 };
 
 // The ABIs sfunwind knows. Numbers are the DWARF register numbers of each
@@ -34,7 +39,17 @@ const Abi& abi_aarch64(ByteOrder order) noexcept;
 const Abi& abi_s390x() noexcept;
 const Abi& abi_ppc64(ByteOrder order) noexcept;
 
-// Name of a DWARF register of this ABI ("rbp", "x29", "r14"), or "r<N>".
+// Name of a DWARF register of this ABI ("rbp", "x29", "r14", "f2"), as the
+// psABI, GNU as and the debuggers spell it; empty for a number it does not
+// name.
+std::string known_register_name(const Abi& abi, std::uint16_t dwarf_reg);
+// The same, or "r<N>" for a number the ABI does not name: for messages.
 std::string register_name(const Abi& abi, std::uint16_t dwarf_reg);
+
+// The callee-saved registers of an ABI that SFrame has no rule for (DWARF
+// numbers): x86-64 psABI section 3.2.1 (rbx, r12-r15; rbp is SFrame's FP),
+// AAPCS64 section 6.1.1 (x19-x28, d8-d15; x29 is the FP), s390x ELF ABI
+// section 1.2.1.1 (r6-r10, r12, r13, f8-f15; r11 is the FP, r14 the RA).
+std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi);
 
 } // namespace sfunwind

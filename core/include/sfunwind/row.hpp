@@ -78,7 +78,15 @@ struct Row {
     bool operator==(const Row&) const = default;
 };
 
-// "CFA=rsp+16 RA=[CFA-8] FP=u", for logs and the CLI.
+// Whether `ra` is the ABI's fixed return-address rule (x86-64: [CFA-8],
+// Abi::fixed_ra_offset), which SFrame keeps in its header, not in FREs.
+bool is_fixed_ra_rule(const RegRule& ra, const Abi& abi);
+
+// "CFA=rsp+16 RA=[CFA-8] FP=same", for logs, messages and every tool.
 std::string describe(const Row& row, const Abi& abi);
+// One rule in the same words: "rsp+16", "[rbp-8]" (dereferenced).
+std::string describe(const CfaRule& rule, const Abi& abi);
+// "same", "undefined", "[CFA-8]", "CFA+16", "[x29+8]", "x30".
+std::string describe(const RegRule& rule, const Abi& abi);
 
 } // namespace sfunwind

@@ -7,35 +7,6 @@
 namespace sfunwind::cfi {
 namespace {
 
-std::string signed_offset(std::int32_t v) {
-    return (v < 0 ? "-" : "+") + std::to_string(v < 0 ? -std::int64_t{v} : std::int64_t{v});
-}
-
-std::string cfa_text(const CfaRule& c, const Abi& abi) {
-    const std::string base = register_name(abi, c.reg) + signed_offset(c.offset);
-    return c.deref ? "[" + base + "]" : base;
-}
-
-std::string rule_text(const RegRule& r, const Abi& abi) {
-    using K = RegRule::Kind;
-    switch (r.kind) {
-    case K::Undefined:
-        return "undefined";
-    case K::SameValue:
-        return "same value";
-    case K::AtCfa:
-        return "[CFA" + signed_offset(r.offset) + "]";
-    case K::ValCfa:
-        return "CFA" + signed_offset(r.offset);
-    case K::AtReg:
-        return "[" + register_name(abi, r.reg) + signed_offset(r.offset) + "]";
-    case K::ValReg:
-        return r.offset == 0 ? register_name(abi, r.reg)
-                             : register_name(abi, r.reg) + signed_offset(r.offset);
-    }
-    return "?";
-}
-
 // Rules mean the same: the Source (where SFrame stored the rule) is not part
 // of the meaning, and operands count only for the kinds that have them.
 bool same_rule(const RegRule& a, const RegRule& b) {
@@ -68,23 +39,23 @@ std::vector<Difference> compare(const CfiRow& cfi, const Row& sframe, const Abi&
         if (!cfi.cfa_state.representable)
             out.push_back(
                 {Part::Cfa, true,
-                 "CFA: CFI " + cfi.cfa_state.reason + "; SFrame " + cfa_text(sframe.cfa, abi)});
+                 "CFA: CFI " + cfi.cfa_state.reason + "; SFrame " + describe(sframe.cfa, abi)});
         else if (c.reg != sframe.cfa.reg || c.offset != sframe.cfa.offset ||
                  c.deref != sframe.cfa.deref)
             out.push_back(
                 {Part::Cfa, false,
-                 "CFA: CFI " + cfa_text(c, abi) + ", SFrame " + cfa_text(sframe.cfa, abi)});
+                 "CFA: CFI " + describe(c, abi) + ", SFrame " + describe(sframe.cfa, abi)});
     }
     auto check = [&](Part part, const char* name, const RuleState& state, const RegRule& c,
                      const RegRule& s) {
         if (!state.representable)
             out.push_back(
                 {part, true,
-                 std::string(name) + ": CFI " + state.reason + "; SFrame " + rule_text(s, abi)});
+                 std::string(name) + ": CFI " + state.reason + "; SFrame " + describe(s, abi)});
         else if (!same_rule(c, s))
-            out.push_back({part, false,
-                           std::string(name) + ": CFI " + rule_text(c, abi) + ", SFrame " +
-                               rule_text(s, abi)});
+            out.push_back(
+                {part, false,
+                 std::string(name) + ": CFI " + describe(c, abi) + ", SFrame " + describe(s, abi)});
     };
     check(Part::Ra, "RA", cfi.ra_state, cfi.rules.ra, sframe.ra);
     check(Part::Fp, "FP", cfi.fp_state, cfi.rules.fp, sframe.fp);

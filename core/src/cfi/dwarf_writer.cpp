@@ -22,12 +22,6 @@ constexpr std::int64_t data_alignment = -8;
 constexpr std::uint32_t address_size = 8;
 constexpr std::uint8_t cie_version = 3; // ULEB return-address column, no address_size field
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
 class Emitter {
   public:
     Emitter(std::vector<std::uint8_t>& out, ByteOrder order) : out_(out), order_(order) {}
@@ -360,7 +354,7 @@ class Writer {
         const bool mask = fde.pc_type == sframe::PcType::Mask;
         if (mask && fde.rep_size == 0 && !fres->empty())
             return Error(Errc::Unsupported,
-                         "FDE " + std::to_string(fde.index) + " at " + hex(fde.start) +
+                         "FDE " + std::to_string(fde.index) + " at " + to_hex(fde.start) +
                              " is a PC-mask FDE without a repeat block size",
                          fde.entry_offset);
 
@@ -424,27 +418,7 @@ class Writer {
     std::map<int, std::uint32_t> cies_;
 };
 
-constexpr std::array<std::uint16_t, 5> amd64_untracked{3, 12, 13, 14, 15};
-constexpr std::array<std::uint16_t, 18> aarch64_untracked{19, 20, 21, 22, 23, 24, 25, 26, 27,
-                                                          28, 72, 73, 74, 75, 76, 77, 78, 79};
-constexpr std::array<std::uint16_t, 15> s390x_untracked{6,  7,  8,  9,  10, 12, 13, 24,
-                                                        25, 26, 27, 28, 29, 30, 31};
-
 } // namespace
-
-std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi) {
-    switch (abi.arch) {
-    case Arch::X86_64:
-        return amd64_untracked;
-    case Arch::AArch64:
-        return aarch64_untracked;
-    case Arch::S390x:
-        return s390x_untracked;
-    case Arch::Ppc64:
-        break;
-    }
-    return {};
-}
 
 Expected<DebugFrame> write_debug_frame(const sframe::Section& section,
                                        const DebugFrameOptions& options) {

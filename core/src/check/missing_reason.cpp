@@ -20,7 +20,7 @@ std::string version_text(std::optional<sframe::Version> v) {
 bool default_ra(const RegRule& ra, const Abi& abi) {
     using K = RegRule::Kind;
     if (ra.kind == K::Undefined) return true; // an FRE without data words
-    if (abi.arch == Arch::X86_64) return ra.kind == K::AtCfa && ra.offset == -8;
+    if (abi.fixed_ra_offset != 0) return is_fixed_ra_rule(ra, abi);
     return ra.kind == K::SameValue || ra.kind == K::AtCfa;
 }
 

@@ -37,8 +37,8 @@ using K = RegRule::Kind;
 bool default_fde_holds(const Row& r, const Abi& abi) {
     if (r.ra.kind == K::Undefined) return true; // an FRE with no data words
     if (r.cfa.deref || (r.cfa.reg != abi.sp_reg && r.cfa.reg != abi.fp_reg)) return false;
-    const bool ra_ok = abi.arch == Arch::X86_64
-                           ? r.ra.kind == K::AtCfa && r.ra.offset == -8
+    const bool ra_ok = abi.fixed_ra_offset != 0
+                           ? is_fixed_ra_rule(r.ra, abi)
                            : r.ra.kind == K::SameValue || r.ra.kind == K::AtCfa;
     const bool fp_ok = r.fp.kind == K::SameValue || r.fp.kind == K::AtCfa;
     return ra_ok && fp_ok;
@@ -60,8 +60,7 @@ sframe::FreSpec fre_from(const Row& r, std::uint32_t start, const Abi& abi) {
     f.fp = r.fp;
     f.ra.source = RegRule::Source::Fre;
     f.fp.source = RegRule::Source::Fre;
-    if (abi.arch == Arch::X86_64 && r.ra.kind == K::AtCfa && r.ra.offset == -8)
-        f.ra.source = RegRule::Source::Header;
+    if (is_fixed_ra_rule(r.ra, abi)) f.ra.source = RegRule::Source::Header;
     if (r.ra.kind == K::SameValue) f.ra = RegRule::same_value(RegRule::Source::Absent);
     if (r.fp.kind == K::SameValue) f.fp = RegRule::same_value(RegRule::Source::Absent);
     return f;
@@ -126,21 +125,6 @@ Expected<sframe::FdeSpec> plt_fde(check::detail::CfiProbe& probe, std::uint64_t 
 
 } // namespace
 
-Expected<sframe::AbiArch> sframe_abi(const Abi& abi) {
-    switch (abi.arch) {
-    case Arch::X86_64:
-        return sframe::AbiArch::Amd64Little;
-    case Arch::AArch64:
-        return abi.order == ByteOrder::Big ? sframe::AbiArch::AArch64Big
-                                           : sframe::AbiArch::AArch64Little;
-    case Arch::S390x:
-        return sframe::AbiArch::S390xBig;
-    case Arch::Ppc64:
-        break;
-    }
-    return Error(Errc::Unsupported, "SFrame has no ABI identifier for " + std::string(abi.name));
-}
-
 Expected<sframe::FdeSpec> fde_from_rows(const std::vector<cfi::CfiRow>& rows, std::uint64_t begin,
                                         std::uint64_t end, const Abi& abi) {
     if (end <= begin || end - begin > 0xffffffffULL)
@@ -164,7 +148,7 @@ Expected<sframe::FdeSpec> fde_from_rows(const std::vector<cfi::CfiRow>& rows, st
         if (!outermost && r.rules.fp.kind == K::Undefined)
             return Error(Errc::Unsupported,
                          "at " + to_hex(r.begin) + ": FP undefined has no SFrame form", r.begin);
-        if (!outermost && r.rules.ra.kind == K::SameValue && abi.arch == Arch::X86_64)
+        if (!outermost && r.rules.ra.kind == K::SameValue && !abi.ra_in_register)
             return Error(Errc::Unsupported,
                          "at " + to_hex(r.begin) + ": RA 'same value' has no x86-64 meaning",
                          r.begin);
@@ -182,8 +166,10 @@ Expected<Result> from_cfi(const elf::ElfFile& file, const Options& options) {
     if (!abi)
         return Error(Errc::Unsupported, file.name() + ": no sfunwind ABI for ELF machine " +
                                             std::to_string(file.machine()));
-    auto arch = sframe_abi(*abi);
-    if (!arch) return Error(arch.error().code(), file.name() + ": " + arch.error().message());
+    auto arch = sframe::abi_arch_of(*abi);
+    if (!arch)
+        return Error(Errc::Unsupported,
+                     file.name() + ": SFrame has no ABI identifier for " + std::string(abi->name));
     auto table = cfi::CfiTable::open(file, options.cfi_source);
     if (!table) return std::move(table).error();
 

@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <cstring>
 #include <elf.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <mutex>
 #include <tuple>
+#include <unistd.h>
 
 namespace sfunwind::elf {
 namespace {
@@ -31,6 +33,27 @@ bool libelf_ready() {
 }
 
 constexpr std::uint64_t small_page = 4096;
+
+// The NT_GNU_BUILD_ID note (owner "GNU", type 3: gABI "Note Sections", the
+// LSB) in a block of notes, if any.
+std::optional<std::vector<std::uint8_t>> build_id_note(Elf_Data* data) {
+    if (data == nullptr) return std::nullopt;
+    std::size_t offset = 0;
+    GElf_Nhdr nhdr;
+    std::size_t name_at = 0;
+    std::size_t desc_at = 0;
+    // gelf_getnote returns 0 at the end or on a malformed note, and
+    // otherwise strictly advances, so this loop ends.
+    while ((offset = gelf_getnote(data, offset, &nhdr, &name_at, &desc_at)) != 0) {
+        if (nhdr.n_type != NT_GNU_BUILD_ID || nhdr.n_namesz != 4 || nhdr.n_descsz == 0) continue;
+        const auto* base = static_cast<const std::uint8_t*>(data->d_buf);
+        if (name_at > data->d_size || data->d_size - name_at < 4) continue;
+        if (std::memcmp(base + name_at, "GNU", 4) != 0) continue;
+        if (desc_at > data->d_size || nhdr.n_descsz > data->d_size - desc_at) continue;
+        return std::vector<std::uint8_t>(base + desc_at, base + desc_at + nhdr.n_descsz);
+    }
+    return std::nullopt;
+}
 
 } // namespace
 
@@ -340,41 +363,58 @@ std::optional<std::span<const std::uint8_t>> ElfFile::section_bytes(const std::s
 }
 
 std::optional<std::vector<std::uint8_t>> ElfFile::build_id() const {
-    // NT_GNU_BUILD_ID: owner "GNU", type 3 (gABI notes; the LSB "Note
-    // Sections"). Notes are found through SHT_NOTE sections or, without
-    // section headers, PT_NOTE segments.
-    auto search = [&](Elf_Data* data) -> std::optional<std::vector<std::uint8_t>> {
-        if (data == nullptr) return std::nullopt;
-        std::size_t offset = 0;
-        GElf_Nhdr nhdr;
-        std::size_t name_at = 0;
-        std::size_t desc_at = 0;
-        // gelf_getnote returns 0 at the end or on a malformed note, and
-        // otherwise strictly advances, so this loop ends.
-        while ((offset = gelf_getnote(data, offset, &nhdr, &name_at, &desc_at)) != 0) {
-            if (nhdr.n_type != NT_GNU_BUILD_ID || nhdr.n_namesz != 4 || nhdr.n_descsz == 0)
-                continue;
-            const auto* base = static_cast<const std::uint8_t*>(data->d_buf);
-            if (std::memcmp(base + name_at, "GNU", 4) != 0) continue;
-            if (desc_at > data->d_size || nhdr.n_descsz > data->d_size - desc_at) continue;
-            return std::vector<std::uint8_t>(base + desc_at, base + desc_at + nhdr.n_descsz);
-        }
-        return std::nullopt;
-    };
+    // Notes are found through SHT_NOTE sections or, without section headers,
+    // PT_NOTE segments.
     const std::uint64_t size = impl_->image.size();
-    for (const auto& s : impl_->sections) {
-        if (s.type != SHT_NOTE || !s.in_file) continue;
-        if (auto id = search(elf_getdata(elf_getscn(impl_->elf, s.index), nullptr))) return id;
+    for (const auto& sec : impl_->sections) {
+        if (sec.type != SHT_NOTE || !sec.in_file) continue;
+        if (auto id = build_id_note(elf_getdata(elf_getscn(impl_->elf, sec.index), nullptr)))
+            return id;
     }
     if (!impl_->sections.empty()) return std::nullopt;
-    for (const auto& p : impl_->phdrs) {
-        if (p.type != PT_NOTE || !fits(p.offset, p.filesz, size)) continue;
-        const Elf_Type t = p.align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
-        if (auto id = search(
-                elf_getdata_rawchunk(impl_->elf, static_cast<std::int64_t>(p.offset), p.filesz, t)))
+    for (const auto& ph : impl_->phdrs) {
+        if (ph.type != PT_NOTE || !fits(ph.offset, ph.filesz, size)) continue;
+        const Elf_Type t = ph.align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
+        if (auto id = build_id_note(elf_getdata_rawchunk(
+                impl_->elf, static_cast<std::int64_t>(ph.offset), ph.filesz, t)))
             return id;
     }
     return std::nullopt;
+}
+
+Expected<std::vector<std::uint8_t>> read_build_id(const std::string& path) {
+    if (!libelf_ready()) return Error(Errc::Unsupported, "libelf: " + std::string(elf_errmsg(-1)));
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error(Errc::Io, path + ": " + std::strerror(errno));
+    // Mapped, not read: a probe of a large library costs its note pages only.
+    ::Elf* e = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    std::optional<std::vector<std::uint8_t>> id;
+    bool is_elf = e != nullptr && elf_kind(e) == ELF_K_ELF;
+    if (is_elf) {
+        bool have_sections = false;
+        for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn != nullptr && !id;
+             scn = elf_nextscn(e, scn)) {
+            have_sections = true;
+            GElf_Shdr shdr;
+            if (gelf_getshdr(scn, &shdr) != nullptr && shdr.sh_type == SHT_NOTE)
+                id = build_id_note(elf_getdata(scn, nullptr));
+        }
+        std::size_t phnum = 0;
+        if (!have_sections && elf_getphdrnum(e, &phnum) == 0)
+            for (std::size_t i = 0; i < phnum && !id; ++i) {
+                GElf_Phdr ph;
+                if (gelf_getphdr(e, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_NOTE)
+                    continue;
+                const Elf_Type t = ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
+                id = build_id_note(
+                    elf_getdata_rawchunk(e, static_cast<std::int64_t>(ph.p_offset), ph.p_filesz, t));
+            }
+    }
+    if (e != nullptr) elf_end(e);
+    ::close(fd);
+    if (!is_elf) return Error(Errc::BadMagic, path + " is not a readable ELF file");
+    if (!id) return Error(Errc::NotFound, path + " has no GNU build-id note");
+    return std::move(*id);
 }
 
 Expected<SframeLocation> ElfFile::find_sframe() const {

@@ -10,23 +10,6 @@
 #include <string>
 
 namespace sfunwind::sframe {
-namespace {
-
-const Abi* abi_of(AbiArch arch) {
-    switch (arch) {
-    case AbiArch::AArch64Big:
-        return &abi_aarch64(ByteOrder::Big);
-    case AbiArch::AArch64Little:
-        return &abi_aarch64(ByteOrder::Little);
-    case AbiArch::Amd64Little:
-        return &abi_amd64();
-    case AbiArch::S390xBig:
-        return &abi_s390x();
-    }
-    return nullptr;
-}
-
-} // namespace
 
 Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint64_t vaddr) {
     // Spec v3 section 2.1.1: the magic tells the byte order.

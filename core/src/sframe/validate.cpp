@@ -27,9 +27,9 @@ class Checker {
             error(4, std::string("ABI/arch ") + std::string(s_.abi().name) +
                          " does not match the section's " + (big ? "big" : "little") +
                          "-endian magic");
-        if (s_.abi().arch == Arch::X86_64 && h.cfa_fixed_ra_offset == 0)
+        if (s_.abi().fixed_ra_offset != 0 && h.cfa_fixed_ra_offset == 0)
             error(6, "AMD64 section without a fixed RA offset");
-        if (s_.abi().arch != Arch::X86_64 && h.cfa_fixed_ra_offset != 0)
+        if (s_.abi().fixed_ra_offset == 0 && h.cfa_fixed_ra_offset != 0)
             warn(6, "fixed RA offset " + std::to_string(h.cfa_fixed_ra_offset) +
                         " on an ABI that tracks the RA");
     }

@@ -22,47 +22,6 @@
 namespace sfunwind::sframe {
 namespace {
 
-std::string signed_text(std::int64_t v) {
-    return (v < 0 ? "" : "+") + std::to_string(v);
-}
-
-std::string rule_text(const RegRule& r, const Abi& abi) {
-    switch (r.kind) {
-    case RegRule::Kind::Undefined:
-        return "undefined";
-    case RegRule::Kind::SameValue:
-        return "same value";
-    case RegRule::Kind::AtCfa:
-        return "[CFA" + signed_text(r.offset) + "]";
-    case RegRule::Kind::ValCfa:
-        return "CFA" + signed_text(r.offset);
-    case RegRule::Kind::AtReg:
-        return "[" + register_name(abi, r.reg) + signed_text(r.offset) + "]";
-    case RegRule::Kind::ValReg:
-        return register_name(abi, r.reg) + signed_text(r.offset);
-    }
-    return "?";
-}
-
-std::string cfa_text(const CfaRule& c, const Abi& abi) {
-    const std::string s = register_name(abi, c.reg) + signed_text(c.offset);
-    return c.deref ? "[" + s + "]" : s;
-}
-
-const Abi& abi_for(AbiArch arch) {
-    switch (arch) {
-    case AbiArch::AArch64Big:
-        return abi_aarch64(ByteOrder::Big);
-    case AbiArch::AArch64Little:
-        return abi_aarch64(ByteOrder::Little);
-    case AbiArch::S390xBig:
-        return abi_s390x();
-    case AbiArch::Amd64Little:
-        break;
-    }
-    return abi_amd64();
-}
-
 // fre_dataword_count is 4 bits wide (spec v3 section 2.4.1).
 constexpr std::size_t max_data_words = 15;
 
@@ -119,9 +78,8 @@ class Emitter {
 class Encoder {
   public:
     Encoder(const WriterOptions& o, const std::vector<FdeSpec>& fdes)
-        : o_(o), fdes_(fdes), abi_(abi_for(o.abi)) {
-        fixed_ra_ = o.cfa_fixed_ra_offset.value_or(abi_.arch == Arch::X86_64 ? std::int8_t{-8}
-                                                                             : std::int8_t{0});
+        : o_(o), fdes_(fdes), abi_(abi_of(o.abi) != nullptr ? *abi_of(o.abi) : abi_amd64()) {
+        fixed_ra_ = o.cfa_fixed_ra_offset.value_or(abi_.fixed_ra_offset);
         fixed_fp_ = o.cfa_fixed_fp_offset.value_or(std::int8_t{0});
     }
 
@@ -245,16 +203,16 @@ Expected<std::int64_t> Encoder::saved_word(const RegRule& r, const char* what) c
         // An odd offset reads back as "in register offset >> 1" on v2 s390x.
         if (s390x_v2 && (r.offset & 1) != 0)
             return unsupported(
-                std::string(what) + " rule " + rule_text(r, abi_) +
+                std::string(what) + " rule " + describe(r, abi_) +
                 ": v2 s390x reads odd offsets as register numbers (spec v2 erratum 1)");
         return std::int64_t{r.offset};
     }
     if (r.kind == RegRule::Kind::ValReg && r.offset == 0 && s390x_v2)
         return (std::int64_t{r.reg} << 1) | 1; // SFRAME_V2_S390X_OFFSET_ENCODE_REGNUM
     if (r.kind == RegRule::Kind::ValReg && r.offset == 0 && abi_.arch == Arch::S390x)
-        return unsupported(std::string(what) + " rule " + rule_text(r, abi_) +
+        return unsupported(std::string(what) + " rule " + describe(r, abi_) +
                            ": v3 encodes registers with flexible FDEs (spec v3 section 1.2)");
-    return unsupported(std::string(what) + " rule " + rule_text(r, abi_) +
+    return unsupported(std::string(what) + " rule " + describe(r, abi_) +
                        " cannot be encoded in a default " + std::string(abi_.name) + " FDE" +
                        (v(Version::V3) ? "; use a flexible FDE" : ""));
 }
@@ -266,12 +224,12 @@ Expected<std::int64_t> Encoder::saved_word(const RegRule& r, const char* what) c
 Status Encoder::default_words(const FreSpec& fre, EncodedFre& out) const {
     const CfaRule& cfa = fre.cfa;
     if (cfa.deref)
-        return unsupported("CFA rule " + cfa_text(cfa, abi_) +
+        return unsupported("CFA rule " + describe(cfa, abi_) +
                            " dereferences; that needs a flexible FDE");
     if (cfa.reg == abi_.sp_reg)
         out.cfa_base_sp = true;
     else if (cfa.reg != abi_.fp_reg)
-        return unsupported("CFA rule " + cfa_text(cfa, abi_) +
+        return unsupported("CFA rule " + describe(cfa, abi_) +
                            " is based on neither SP nor FP; that needs a " + "flexible FDE");
     auto cw = cfa_word(cfa.offset);
     if (!cw) return std::move(cw).error();
@@ -283,8 +241,8 @@ Status Encoder::default_words(const FreSpec& fre, EncodedFre& out) const {
     if (fixed_ra_ != 0) {
         // AMD64: sfh_cfa_fixed_ra_offset gives the RA; no word for it.
         if (ra.kind != RegRule::Kind::AtCfa || ra.offset != fixed_ra_)
-            return unsupported("RA rule " + rule_text(ra, abi_) +
-                               ": the header fixes the RA at [CFA" + signed_text(fixed_ra_) + "]" +
+            return unsupported("RA rule " + describe(ra, abi_) + ": the header fixes the RA at " +
+                               describe(RegRule::at_cfa(fixed_ra_), abi_) +
                                (v(Version::V3) ? "; other rules need a flexible FDE" : ""));
     } else if (ra.kind == RegRule::Kind::SameValue) {
         ra_pending_padding = true;
@@ -301,8 +259,8 @@ Status Encoder::default_words(const FreSpec& fre, EncodedFre& out) const {
     const RegRule& fp = fre.fp;
     if (fp.kind == RegRule::Kind::SameValue) {
         if (fixed_fp_ != 0)
-            return unsupported("FP rule 'same value': the header fixes the FP at [CFA" +
-                               signed_text(fixed_fp_) + "]");
+            return unsupported("FP rule 'same': the header fixes the FP at " +
+                               describe(RegRule::at_cfa(fixed_fp_), abi_));
     } else if (fixed_fp_ != 0 && fp.source != RegRule::Source::Fre &&
                fp.kind == RegRule::Kind::AtCfa && fp.offset == fixed_fp_) {
         // Given by sfh_cfa_fixed_fp_offset.
@@ -337,13 +295,13 @@ Expected<Word> Encoder::flex_control(const RegRule& r, const char* what) const {
     case RegRule::Kind::ValReg:
         return Word{(std::int64_t{r.reg} << 3) | 1, true};
     case RegRule::Kind::ValCfa:
-        return unsupported(std::string(what) + " rule " + rule_text(r, abi_) +
+        return unsupported(std::string(what) + " rule " + describe(r, abi_) +
                            ": its control word would be 0, the padding word (spec v3 section 3.2)");
     case RegRule::Kind::Undefined:
     case RegRule::Kind::SameValue:
         break;
     }
-    return unsupported(std::string(what) + " rule " + rule_text(r, abi_) +
+    return unsupported(std::string(what) + " rule " + describe(r, abi_) +
                        " has no flexible encoding");
 }
 
@@ -367,15 +325,16 @@ Status Encoder::flex_words(const FreSpec& fre, EncodedFre& out) const {
     };
     auto check_default = [&](const RegRule& r, const RegRule& d, const char* what) -> Status {
         if (is_default(r, d) || r.source == RegRule::Source::Fre) return ok();
-        return unsupported(std::string(what) + " rule " + rule_text(r, abi_) +
-                           " is marked as the ABI default, " + "which is " + rule_text(d, abi_));
+        return unsupported(std::string(what) + " rule " + describe(r, abi_) +
+                           " is marked as the ABI default, " + "which is " + describe(d, abi_));
     };
     if (fre.ra.kind == RegRule::Kind::SameValue && fixed_ra_ != 0)
-        return unsupported("RA rule 'same value': the header fixes the RA at [CFA" +
-                           signed_text(fixed_ra_) + "]; name its register with a ValReg rule");
+        return unsupported("RA rule 'same': the header fixes the RA at " +
+                           describe(RegRule::at_cfa(fixed_ra_), abi_) +
+                           "; name its register with a ValReg rule");
     if (fre.fp.kind == RegRule::Kind::SameValue && fixed_fp_ != 0)
-        return unsupported("FP rule 'same value': the header fixes the FP at [CFA" +
-                           signed_text(fixed_fp_) + "]");
+        return unsupported("FP rule 'same': the header fixes the FP at " +
+                           describe(RegRule::at_cfa(fixed_fp_), abi_));
     if (auto s = check_default(fre.ra, default_ra, "RA"); !s) return s;
     if (auto s = check_default(fre.fp, default_fp, "FP"); !s) return s;
 

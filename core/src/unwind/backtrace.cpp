@@ -73,9 +73,8 @@ Backtrace backtrace(const ModuleSet& modules, const FrameRegs& top, MemoryReader
                                &frame.module);
         if (!next) {
             bt.frames.push_back(frame);
-            const StopReason reason = next.error().code() == Errc::NotFound
-                                          ? StopReason::NoRow
-                                          : StopReason::StepFailed;
+            const StopReason reason =
+                next.error().code() == Errc::NotFound ? StopReason::NoRow : StopReason::StepFailed;
             stop(reason, std::move(next).error());
             return bt;
         }

@@ -54,8 +54,8 @@ class Stepper {
     }
 
     // `base` (named `base_name` in the message) plus a rule's offset.
-    Expected<std::uint64_t> add(std::uint64_t base, std::int64_t offset, const std::string& base_name,
-                                const char* what) const {
+    Expected<std::uint64_t> add(std::uint64_t base, std::int64_t offset,
+                                const std::string& base_name, const char* what) const {
         if (auto sum = add_offset(base, offset)) return *sum;
         return Error(Errc::BadFrame,
                      std::string("integer overflow: the ") + what + " address " + base_name + " (" +
@@ -81,7 +81,8 @@ class Stepper {
         case RegRule::Kind::Undefined:
             // The RA's Undefined rule is the row's outermost flag, handled by
             // step(); any other register with no value has no caller value.
-            return Error(Errc::UnsafeRule, std::string(what) + " is undefined at " + to_hex(callee_.pc),
+            return Error(Errc::UnsafeRule,
+                         std::string(what) + " is undefined at " + to_hex(callee_.pc),
                          Address{callee_.pc});
         case RegRule::Kind::SameValue:
             if (!same)
@@ -167,8 +168,8 @@ Expected<StepResult> step(const Row& row, const Abi& abi, const FrameRegs& calle
                      Address{callee.pc});
 
     // "RA unchanged" means "still in the link register"; x86-64 has none.
-    auto ra = s.apply(row.ra, *cfa, abi.ra_in_register ? callee.ra : std::nullopt,
-                      "return address");
+    auto ra =
+        s.apply(row.ra, *cfa, abi.ra_in_register ? callee.ra : std::nullopt, "return address");
     if (!ra) return std::move(ra).error();
     std::uint64_t pc = *ra;
     if (row.mangled_ra) pc &= ~options.pac_mask; // strip the PAC (AArch64 PAuth)

@@ -59,12 +59,6 @@ struct DebugFrame {
     std::vector<Error> skipped;
 };
 
-// The callee-saved registers of an ABI that SFrame has no rule for (DWARF
-// numbers): x86-64 psABI section 3.2.1 (rbx, r12-r15; rbp is SFrame's FP),
-// AAPCS64 section 6.1.1 (x19-x28, d8-d15; x29 is the FP), s390x ELF ABI
-// section 1.2.1.1 (r6-r10, r12, r13, f8-f15; r11 is the FP, r14 the RA).
-std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi);
-
 // Translates every FDE of the section. Fails only when the ABI has no DWARF
 // mapping here (ppc64) or nothing could be written.
 Expected<DebugFrame> write_debug_frame(const sframe::Section& section,

@@ -58,10 +58,6 @@ struct Result {
     std::size_t pc_mask = 0;  // PC-mask FDEs made for PLTs
 };
 
-// The sframe::WriterOptions::abi for an ABI (Errc::Unsupported for ppc64,
-// which SFrame has no identifier for).
-Expected<sframe::AbiArch> sframe_abi(const Abi& abi);
-
 // One function's CFI rows as an FDE. Errc::Unsupported, saying which row and
 // rule, when a row has no SFrame form.
 Expected<sframe::FdeSpec> fde_from_rows(const std::vector<cfi::CfiRow>& rows, std::uint64_t begin,

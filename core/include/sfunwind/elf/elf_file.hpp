@@ -130,4 +130,9 @@ class ElfFile {
     std::unique_ptr<Impl> impl_;
 };
 
+// The GNU build-id (NT_GNU_BUILD_ID) of the ELF file at `path`, read through
+// a mapping (a probe of many large files costs their note pages only):
+// Errc::Io, BadMagic (not ELF), NotFound (no note).
+Expected<std::vector<std::uint8_t>> read_build_id(const std::string& path);
+
 } // namespace sfunwind::elf

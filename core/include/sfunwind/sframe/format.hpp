@@ -5,6 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+
+namespace sfunwind {
+struct Abi;
+}
 
 namespace sfunwind::sframe {
 
@@ -29,6 +34,11 @@ enum class AbiArch : std::uint8_t {
     Amd64Little = 3,
     S390xBig = 4, // v2 erratum 1
 };
+
+// The ABI an identifier stands for; null for a value the spec does not define.
+const Abi* abi_of(AbiArch arch) noexcept;
+// The identifier of an ABI; none for an ABI SFrame does not cover (ppc64).
+std::optional<AbiArch> abi_arch_of(const Abi& abi) noexcept;
 
 // Width of an FRE's start-address field (spec v3 section 2.3.3.3).
 enum class FreType : std::uint8_t { Addr1 = 0, Addr2 = 1, Addr4 = 2 };

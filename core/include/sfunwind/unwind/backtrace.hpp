@@ -21,7 +21,7 @@ struct BacktraceOptions {
 };
 
 struct Frame {
-    FrameRegs regs;        // this frame's registers (pc is the runtime PC)
+    FrameRegs regs; // this frame's registers (pc is the runtime PC)
     // regs.pc, and whether it is a return address (every caller frame but one
     // a signal interrupted): where the frame's row and symbol are looked up.
     FrameAddress address = FrameAddress::instruction_pointer(0);
