@@ -86,7 +86,7 @@ void compare_all(std::vector<ThreadWalk>& threads, DwflSession& session, const A
         // SFrame frame is then a difference.
         t.cfi = it != cfi.end() ? std::move(it->second)
                                 : CfiBacktrace{{}, "libdwfl does not list this thread"};
-        t.comparison = compare(t.sframe, t.end == WalkEnd::Outermost, *t.cfi, abi);
+        t.comparison = compare_with_cfi(t.sframe, *t.cfi, abi);
     }
 }
 

@@ -69,16 +69,16 @@ json cfi_json(const CfiBacktrace& cfi) {
             {"end_error", cfi.end_error.empty() ? json(nullptr) : json(cfi.end_error)}};
 }
 
-json comparison_json(const Comparison& c) {
+json comparison_json(const CfiComparison& c) {
     json frames = json::array();
-    for (const auto& m : c.frames) {
+    for (const auto& m : c.result.frames) {
         json j{{"equal", m.equal()}, {"pc", m.pc}};
         j["sp"] = m.sp_compared ? json(m.sp) : json(nullptr);
         j["cfa"] = m.cfa_compared ? json(m.cfa) : json(nullptr);
         j["fp"] = m.fp_compared ? json(m.fp) : json(nullptr);
         frames.push_back(std::move(j));
     }
-    json j{{"compared", c.frames.size()},
+    json j{{"compared", c.result.frames.size()},
            {"equal", c.equal},
            {"agree", c.agree()},
            {"cfi_beyond", c.cfi_beyond},

@@ -104,10 +104,10 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
             std::fprintf(out, "CFI  (no frame: %s)  <-- first difference\n",
                          t.cfi->end_error.empty() ? "CFI ended" : t.cfi->end_error.c_str());
         }
-        if (t.cfi && t.comparison && i < t.comparison->frames.size()) {
-            const FrameMatch& m = t.comparison->frames[i];
+        if (t.cfi && t.comparison && i < t.comparison->result.frames.size()) {
+            const FrameMatch& m = t.comparison->result.frames[i];
             std::fputs("CFI  ", out);
-            print_cfi_frame(t.cfi->frames[i], m.cfi_cfa, out);
+            print_cfi_frame(t.cfi->frames[i], t.comparison->cfi[i].cfa, out);
             std::fprintf(out, "  %s%s\n", verdict(m).c_str(),
                          t.comparison->first_difference == i ? "  <-- first difference" : "");
         }
@@ -124,8 +124,8 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
                  t.cfi->frames.size() == 1 ? "" : "s",
                  t.cfi->end_error.empty() ? "ended at the outermost frame"
                                           : ("ended: " + t.cfi->end_error).c_str());
-    const Comparison& c = *t.comparison;
-    std::fprintf(out, "  Compared %zu frames with CFI: %zu agree", c.frames.size(), c.equal);
+    const CfiComparison& c = *t.comparison;
+    std::fprintf(out, "  Compared %zu frames with CFI: %zu agree", c.result.frames.size(), c.equal);
     if (c.first_difference)
         std::fprintf(out, "; first difference at #%zu: %s", *c.first_difference,
                      c.first_difference_what.c_str());

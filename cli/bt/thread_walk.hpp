@@ -3,7 +3,7 @@
 // --compare-cfi, libdwfl's CFI backtrace and the frame-by-frame comparison.
 #pragma once
 
-#include "compare.hpp"
+#include "cfi_comparison.hpp"
 #include "dwfl_session.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
 #include "target_modules.hpp"
@@ -36,7 +36,7 @@ struct ThreadWalk {
     WalkEnd end = WalkEnd::Failed;
     std::string end_message;
     std::optional<CfiBacktrace> cfi;
-    std::optional<Comparison> comparison;
+    std::optional<CfiComparison> comparison;
 
     bool passed(bool require_complete) const;
 };

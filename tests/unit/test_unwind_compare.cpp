@@ -107,6 +107,10 @@ TEST_CASE("compare_backtraces: the reference ends early") {
     CHECK(cmp.first->kind == Divergence::Kind::ReferenceEnded);
     CHECK(cmp.first->limit == SframeLimit::ReferenceEnded);
     CHECK(cmp.first->frame == 4);
+    CHECK(cmp.first->summary == "reference ended after 4 frames, SFrame has 5");
+    const auto named = compare_backtraces(sf, outermost(), ref, "CFI");
+    REQUIRE(named.first);
+    CHECK(named.first->summary == "CFI ended after 4 frames, SFrame has 5");
 }
 
 TEST_CASE("compare_backtraces: the first differing value is explained") {
@@ -121,6 +125,7 @@ TEST_CASE("compare_backtraces: the first differing value is explained") {
         CHECK(cmp.first->frame == 2);
         CHECK(cmp.first->limit == SframeLimit::None);
         CHECK(cmp.equal == 2);
+        CHECK(cmp.first->summary == "CFA 0x7ff0a8 (SFrame) vs 0x7ff060 (reference)");
         CHECK(cmp.first->explanation.find("0x7ff0a8") != std::string::npos);
         CHECK(cmp.first->explanation.find("0x7ff060") != std::string::npos);
         CHECK(cmp.first->explanation.find("FDE 4, FRE 1") != std::string::npos);

@@ -135,8 +135,14 @@ const char* to_string(Divergence::Kind kind) noexcept {
 
 BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
                                        const BacktraceStop& sframe_stop,
-                                       const std::vector<FrameView>& reference) {
+                                       const std::vector<FrameView>& reference,
+                                       const std::string& reference_name) {
     BacktraceComparison out;
+    const auto versus = [&reference_name](const char* field, std::uint64_t sframe_value,
+                                          std::uint64_t reference_value) {
+        return std::string(field) + " " + to_hex(sframe_value) + " (SFrame) vs " +
+               to_hex(reference_value) + " (" + reference_name + ")";
+    };
     const std::size_t common = sframe.size() < reference.size() ? sframe.size() : reference.size();
     const auto compare_value = [](const std::optional<std::uint64_t>& a,
                                   const std::optional<std::uint64_t>& b, bool& compared) {
@@ -161,6 +167,7 @@ BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
         d.frame = i;
         if (!m.pc) {
             d.kind = Divergence::Kind::Pc;
+            d.summary = versus("pc", s.pc, r.pc);
             d.explanation = "frame " + std::to_string(i) + ": the PC differs: SFrame " + where(s) +
                             ", reference " + where(r) + ".";
             if (i > 0) {
@@ -179,17 +186,20 @@ BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
             }
         } else if (!m.cfa) {
             d.kind = Divergence::Kind::Cfa;
+            d.summary = versus("CFA", *s.cfa, *r.cfa);
             d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
                             "): the CFA differs: SFrame " + to_hex(*s.cfa) + ", reference " +
                             to_hex(*r.cfa) + "." + row_sentence(sframe, i);
         } else if (!m.sp) {
             d.kind = Divergence::Kind::Sp;
+            d.summary = versus("sp", *s.sp, *r.sp);
             d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
                             "): the SP differs: SFrame " + to_hex(*s.sp) + ", reference " +
                             to_hex(*r.sp) + ".";
             if (i > 0) d.explanation += row_sentence(sframe, i - 1);
         } else {
             d.kind = Divergence::Kind::Fp;
+            d.summary = versus("fp", *s.fp, *r.fp);
             d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
                             "): the FP differs: SFrame " + to_hex(*s.fp) + ", reference " +
                             to_hex(*r.fp) + ".";
@@ -205,6 +215,11 @@ BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
         const FrameView* last = sframe.empty() ? nullptr : &sframe.back();
         d.kind = Divergence::Kind::SframeEnded;
         d.limit = limit_of(sframe_stop, last);
+        d.summary = (sframe_stop.reason == StopReason::Outermost
+                         ? "SFrame reached the outermost frame after "
+                         : "SFrame stopped after ") +
+                    std::to_string(sframe.size()) + " frames, " + reference_name + " has " +
+                    std::to_string(reference.size());
         d.explanation = "the SFrame walk ends after " + std::to_string(sframe.size()) +
                         " frames (" + sframe_stop.message() + "); the reference has " +
                         std::to_string(reference.size() - sframe.size()) + " more, the next at " +
@@ -214,6 +229,8 @@ BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
     } else {
         d.kind = Divergence::Kind::ReferenceEnded;
         d.limit = SframeLimit::ReferenceEnded;
+        d.summary = reference_name + " ended after " + std::to_string(reference.size()) +
+                    " frames, SFrame has " + std::to_string(sframe.size());
         d.explanation = "the reference ends after " + std::to_string(reference.size()) +
                         " frames; SFrame has " + std::to_string(sframe.size() - reference.size()) +
                         " more, the next at " + where(sframe[common]) + "." +

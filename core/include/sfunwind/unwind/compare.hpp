@@ -78,6 +78,9 @@ struct Divergence {
     // What differs and why, in a few sentences: the values on both sides, the
     // row SFrame used for the frame below, and the limit if one applies.
     std::string explanation;
+    // The difference in one line, naming the reference: "pc 0x401234
+    // (SFrame) vs 0x401240 (CFI)", "CFI ended after 4 frames, SFrame has 6".
+    std::string summary;
 };
 
 const char* to_string(Divergence::Kind kind) noexcept;
@@ -91,9 +94,12 @@ struct BacktraceComparison {
 
 // `sframe_stop` is why the SFrame walk ended (Backtrace::stop); an Outermost
 // stop with a reference that goes on is reported as such.
+// `reference_name` names the reference in Divergence::summary ("CFI",
+// "LLDB", "GDB").
 BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
                                        const BacktraceStop& sframe_stop,
-                                       const std::vector<FrameView>& reference);
+                                       const std::vector<FrameView>& reference,
+                                       const std::string& reference_name = "reference");
 
 // The views of a Backtrace's frames (pc, sp, fp, CFA once stepped, the row
 // used, the module name); `function` is left for the caller to fill in.
