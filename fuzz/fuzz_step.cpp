@@ -232,7 +232,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     m.name = "fuzz";
     m.begin = 0;
     m.end = ~std::uint64_t{0};
-    m.section = std::shared_ptr<const sframe::Section>(&s, [](const sframe::Section*) {});
+    m.rows = std::make_shared<const RowSourceOf<sframe::Section>>(
+        std::shared_ptr<const sframe::Section>(&s, [](const sframe::Section*) {}), "SFrame");
     modules.add(std::move(m));
     BacktraceOptions bo;
     bo.max_frames = 1U + limit % 64U;

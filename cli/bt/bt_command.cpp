@@ -62,8 +62,8 @@ std::string siginfo_detail(const StopEvent& e) {
 // a supported one decides.
 std::optional<Abi> abi_of(const TargetModules& modules) {
     for (const auto& m : modules.all())
-        if (m.elf)
-            if (auto abi = m.elf->abi()) return abi;
+        if (m.elf() != nullptr)
+            if (auto abi = m.elf()->abi()) return abi;
     return std::nullopt;
 }
 

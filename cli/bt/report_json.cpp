@@ -18,13 +18,14 @@ json module_json(const TargetModule& m) {
            {"begin", to_hex(m.begin)},
            {"end", to_hex(m.end)},
            {"bias", to_hex(m.bias)}};
-    if (m.section) {
-        j["sframe"] = {{"version", static_cast<unsigned>(m.section->version())},
-                       {"fdes", m.section->fde_count()},
-                       {"where", m.where ? m.where->name : ""}};
+    if (const sframe::Section* s = m.table.sframe()) {
+        j["sframe"] = {{"version", static_cast<unsigned>(s->version())},
+                       {"fdes", s->fde_count()},
+                       {"where", m.table.where ? m.table.where->name : ""}};
     } else {
         j["sframe"] = nullptr;
     }
+    if (m.table.rows && !m.table.sframe()) j["rows"] = m.table.rows->kind();
     if (!m.problem.empty()) j["problem"] = m.problem;
     return j;
 }

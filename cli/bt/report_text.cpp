@@ -55,14 +55,15 @@ void print_modules(const Report& r, std::FILE* out) {
         for (const auto& m : r.modules->all()) {
             std::fprintf(out, "  %s-%s bias %s  %s  ", pc_text(m.begin).c_str(),
                          pc_text(m.end).c_str(), to_hex(m.bias).c_str(), m.path.c_str());
-            if (m.section)
-                std::fprintf(out, "SFrame v%u (%s, %u FDEs)",
-                             static_cast<unsigned>(m.section->version()),
-                             m.where ? m.where->name.c_str() : "?", m.section->fde_count());
+            if (const sframe::Section* s = m.table.sframe())
+                std::fprintf(out, "SFrame v%u (%s, %u FDEs)", static_cast<unsigned>(s->version()),
+                             m.table.where ? m.table.where->name.c_str() : "?", s->fde_count());
+            else if (m.table.rows)
+                std::fprintf(out, "%s", m.table.rows->kind().c_str());
             else
                 std::fprintf(out, "no SFrame: %s",
                              m.problem.empty() ? "unknown" : m.problem.c_str());
-            if (m.section && !m.problem.empty()) std::fprintf(out, " (%s)", m.problem.c_str());
+            if (m.table.rows && !m.problem.empty()) std::fprintf(out, " (%s)", m.problem.c_str());
             std::fputc('\n', out);
         }
         return;
@@ -70,7 +71,7 @@ void print_modules(const Report& r, std::FILE* out) {
     std::string with;
     std::size_t without = 0;
     for (const auto& m : r.modules->all()) {
-        if (m.section)
+        if (m.table.rows)
             with += (with.empty() ? "" : ", ") + m.short_name();
         else
             ++without;

@@ -20,22 +20,6 @@ bool looks_like_elf(const std::string& path) {
            magic[3] == 'F';
 }
 
-void load_sframe(TargetModule& m) {
-    auto where = m.elf->find_sframe();
-    if (!where) {
-        m.problem =
-            where.error().code() == Errc::NotFound ? "no SFrame section" : where.error().message();
-        return;
-    }
-    auto section = m.elf->sframe();
-    if (!section) {
-        m.problem = "unusable SFrame section: " + section.error().message();
-        return;
-    }
-    m.where = *where;
-    m.section = std::make_shared<const sframe::Section>(std::move(*section));
-}
-
 // The kernel maps a PT_LOAD segment at page granularity: its first page's
 // file offset is the mapping's offset, at runtime address bias + the
 // segment's page-aligned vaddr.
@@ -60,24 +44,23 @@ std::string TargetModule::short_name() const {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+namespace {
+
+// A damaged .sframe says so; "no SFrame section" stays as it is.
+void take_table(TargetModule& m, elf::ModuleRows table) {
+    m.table = std::move(table);
+    m.problem = m.table.damaged() && m.table.where ? "unusable SFrame section: " + m.table.problem()
+                                                   : m.table.problem();
+}
+
+} // namespace
+
 void load_module_file(TargetModule& m, const std::string& open_path) {
-    auto file = elf::ElfFile::open(open_path);
-    if (!file) {
-        m.problem = file.error().message();
-        return;
-    }
-    m.elf = std::make_shared<const elf::ElfFile>(std::move(*file));
-    load_sframe(m);
+    take_table(m, elf::open_module_rows(open_path));
 }
 
 void load_module_image(TargetModule& m, std::span<const std::uint8_t> image) {
-    auto file = elf::ElfFile::from_bytes(image, m.path);
-    if (!file) {
-        m.problem = file.error().message();
-        return;
-    }
-    m.elf = std::make_shared<const elf::ElfFile>(std::move(*file));
-    load_sframe(m);
+    take_table(m, elf::open_module_rows(image, m.path));
 }
 
 void TargetModules::add(TargetModule module) {
@@ -97,14 +80,13 @@ const TargetModule* TargetModules::find(std::uint64_t addr) const {
 ModuleSet TargetModules::sframe_modules() const {
     ModuleSet set;
     for (const auto& m : modules_) {
-        if (!m.section) continue;
+        if (!m.table.rows) continue;
         Module mod;
         mod.name = m.short_name();
         mod.bias = m.bias;
         mod.begin = m.begin;
         mod.end = m.end;
-        mod.owner = m.elf;
-        mod.section = m.section;
+        mod.rows = m.table.rows;
         set.add(std::move(mod));
     }
     return set;
@@ -113,8 +95,8 @@ ModuleSet TargetModules::sframe_modules() const {
 SymbolName TargetModules::symbol(FrameAddress address) const {
     const std::uint64_t at = address.lookup_address();
     const TargetModule* m = find(at);
-    if (m == nullptr || !m->elf) return {};
-    const elf::Symbol* sym = m->elf->symbol_for(at - m->bias);
+    if (m == nullptr || m->elf() == nullptr) return {};
+    const elf::Symbol* sym = m->elf()->symbol_for(at - m->bias);
     if (sym == nullptr) return {};
     return {sym->name, address.address() - m->bias - sym->value};
 }
@@ -140,7 +122,7 @@ TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps,
                 m.problem = "cannot read the vdso from process " + std::to_string(pid);
             } else {
                 load_module_image(m, image);
-                if (m.elf) m.bias = e.start - m.elf->link_base();
+                if (m.elf() != nullptr) m.bias = e.start - m.elf()->link_base();
             }
             out.add(std::move(m));
             continue;
@@ -171,14 +153,14 @@ TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps,
             m.end = std::max(m.end, e->end);
         }
         load_module_file(m, open_path);
-        if (m.elf) {
+        if (m.elf() != nullptr) {
             std::optional<std::uint64_t> bias;
             for (const MapEntry* e : list)
-                if ((bias = bias_of(*m.elf, *e, page))) break;
+                if ((bias = bias_of(*m.elf(), *e, page))) break;
             if (bias) {
                 m.bias = *bias;
             } else {
-                m.bias = m.begin - m.elf->link_base();
+                m.bias = m.begin - m.elf()->link_base();
                 if (m.problem.empty())
                     m.problem = "no mapping matches a PT_LOAD segment; load bias guessed";
             }

@@ -7,6 +7,7 @@
 
 #include "proc_maps.hpp"
 #include "sfunwind/elf/elf_file.hpp"
+#include "sfunwind/elf/module_rows.hpp"
 #include "sfunwind/sframe/section.hpp"
 #include "sfunwind/unwind/frame_address.hpp"
 #include "sfunwind/unwind/module_set.hpp"
@@ -26,12 +27,15 @@ struct TargetModule {
     std::string path;        // as the target names it (maps, link map)
     std::uint64_t begin = 0; // runtime range of its mappings
     std::uint64_t end = 0;
-    std::uint64_t bias = 0;                         // runtime address - link-time address
-    std::shared_ptr<const elf::ElfFile> elf;        // null when unreadable
-    std::shared_ptr<const sframe::Section> section; // null without SFrame
-    std::optional<elf::SframeLocation> where;
-    // Without SFrame: why ("no .sframe section", "cannot open ...: ...").
+    std::uint64_t bias = 0; // runtime address - link-time address
+    // The file, its unwind rows (SFrame, or ppc64 traceback tables) and how
+    // they were found.
+    elf::ModuleRows table;
+    // Why the module has no rows ("no SFrame section", "cannot open ..."),
+    // or a placement problem ("load bias guessed").
     std::string problem;
+
+    const elf::ElfFile* elf() const noexcept { return table.file.get(); }
 
     std::string short_name() const; // the path's last component
 };
@@ -48,7 +52,7 @@ class TargetModules {
     const TargetModule* find(std::uint64_t addr) const;
     const std::vector<TargetModule>& all() const noexcept { return modules_; }
 
-    // The modules that have SFrame, for sfunwind::backtrace().
+    // The modules that have unwind rows, for sfunwind::backtrace().
     ModuleSet sframe_modules() const;
     // The function containing a frame's address (looked up where
     // FrameAddress says: a return address at its call).

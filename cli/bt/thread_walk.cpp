@@ -27,7 +27,7 @@ WalkEnd classify(const Backtrace& bt, const TargetModules& modules, std::string&
         const std::uint64_t pc = bt.frames.back().regs.pc;
         const TargetModule* m = modules.find(bt.frames.back().address.lookup_address());
         if (m != nullptr) {
-            if (m->section)
+            if (m->table.rows)
                 message = "left the SFrame-covered code: no FDE in " + m->short_name() +
                           " covers " + to_hex(pc);
             else

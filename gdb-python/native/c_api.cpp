@@ -141,8 +141,8 @@ int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info
         const g::OpenModule* m = g::table().get(module);
         if (m == nullptr || out == nullptr) return fail_argument("no such module");
         *out = {};
-        if (m->section) {
-            const auto& s = *m->section;
+        if (const sfunwind::sframe::Section* section = m->sframe()) {
+            const auto& s = *section;
             const auto& h = s.header();
             out->table = SFUNWIND_GDB_TABLE_SFRAME;
             out->version = static_cast<std::uint32_t>(h.version);

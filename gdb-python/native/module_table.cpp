@@ -36,45 +36,27 @@ void text_range(const sframe::Section& section, std::uint64_t& begin, std::uint6
 
 // The key ids_ finds a placed module by: its table.
 const void* table_key(const Module& m) noexcept {
-    return m.section ? static_cast<const void*>(m.section.get())
-                     : static_cast<const void*>(m.rows.get());
+    return m.rows.get();
 }
 
-// A 64-bit PowerPC file without SFrame: its traceback tables (64-bit
-// PowerPC ELF ABI 3.3), which GCC writes after every function by default.
-// NotFound when no function symbol leads to a table (-mtraceback=no).
-Expected<OpenModule> open_traceback_tables(const std::string& path,
-                                           std::shared_ptr<const elf::ElfFile> elf) {
-    auto index = ppc64::TracebackIndex::build(*elf);
-    if (!index) return std::move(index).error();
-    const std::size_t tables = index->by_symbols().tables.size();
-    if (tables == 0)
-        return Error(Errc::NotFound, path + ": no SFrame section and no traceback tables");
-    OpenModule m;
-    m.name = path;
-    m.elf = elf.get();
-    m.owner = std::move(elf);
-    m.functions = static_cast<std::uint32_t>(std::min<std::size_t>(tables, 0xffffffff));
-    // Lookups outside a function's code fail on their own; the range only
-    // lets the unwinder decline PCs in no executable section at once.
+// Traceback tables count functions and cover the executable sections:
+// lookups outside a function's code fail on their own; the range only lets
+// the unwinder decline PCs in no executable section at once.
+void describe_traceback_tables(OpenModule& m) {
+    const auto* tables = dynamic_cast<const RowSourceOf<ppc64::TracebackIndex>*>(m.rows.get());
+    if (tables == nullptr) return;
+    const ppc64::TracebackIndex& index = tables->table();
+    m.functions = static_cast<std::uint32_t>(
+        std::min<std::size_t>(index.by_symbols().tables.size(), 0xffffffff));
     m.text_begin = ~std::uint64_t{0};
-    for (const auto& code : index->code()) {
+    m.text_end = 0;
+    for (const auto& code : index.code()) {
         m.text_begin = std::min(m.text_begin, code.vaddr);
         m.text_end = std::max(m.text_end, code.vaddr + code.bytes.size());
     }
-    auto shared = std::make_shared<const ppc64::TracebackIndex>(std::move(*index));
-    m.rows = std::make_shared<const RowSourceOf<ppc64::TracebackIndex>>(std::move(shared),
-                                                                        "ppc64 traceback tables");
-    return m;
 }
 
 } // namespace
-
-std::string OpenModule::kind() const {
-    if (section)
-        return "SFrame v" + std::to_string(static_cast<unsigned>(section->header().version));
-    return rows ? rows->kind() : "closed";
-}
 
 ModuleTable& table() {
     static ModuleTable instance;
@@ -83,31 +65,21 @@ ModuleTable& table() {
 
 Expected<std::int32_t> ModuleTable::add(OpenModule module) {
     if (modules_.size() >= 0x7fffffff) return Error(Errc::Unsupported, "too many modules");
-    if (module.section) text_range(*module.section, module.text_begin, module.text_end);
+    if (const sframe::Section* s = module.sframe())
+        text_range(*s, module.text_begin, module.text_end);
+    else
+        describe_traceback_tables(module);
     modules_.push_back(std::move(module));
     return static_cast<std::int32_t>(modules_.size() - 1);
 }
 
 Expected<std::int32_t> ModuleTable::open_file(const std::string& path) {
-    auto file = elf::ElfFile::open(path);
-    if (!file) return std::move(file).error();
-    auto elf = std::make_shared<elf::ElfFile>(std::move(*file));
-    auto section = elf->sframe();
-    if (!section) {
-        // Only a file that has no SFrame at all falls back to traceback
-        // tables: a damaged .sframe is reported, not replaced.
-        const auto abi = elf->abi();
-        if (section.error().code() != Errc::NotFound || !abi || abi->arch != Arch::Ppc64)
-            return std::move(section).error();
-        auto tables = open_traceback_tables(path, elf);
-        if (!tables) return std::move(tables).error();
-        return add(std::move(*tables));
-    }
+    elf::ModuleRows t = elf::open_module_rows(path);
+    if (!t.rows) return *t.error;
     OpenModule m;
     m.name = path;
-    m.elf = elf.get();
-    m.owner = elf;
-    m.section = std::make_shared<const sframe::Section>(std::move(*section));
+    m.elf = t.file.get();
+    m.rows = std::move(t.rows);
     return add(std::move(m));
 }
 
@@ -120,8 +92,7 @@ Expected<std::int32_t> ModuleTable::open_bytes(std::span<const std::uint8_t> byt
                      section.error().where());
     OpenModule m;
     m.name = std::move(name);
-    m.owner = copy;
-    m.section = std::make_shared<const sframe::Section>(std::move(*section));
+    m.rows = sframe_rows(std::move(*section), copy);
     return add(std::move(m));
 }
 
@@ -167,8 +138,6 @@ void ModuleTable::rebuild() {
         mod.bias = m.bias;
         mod.begin = m.text_begin + m.bias;
         mod.end = m.text_end + m.bias;
-        mod.owner = m.owner;
-        mod.section = m.section;
         mod.rows = m.rows;
         ids_[table_key(mod)] = static_cast<std::int32_t>(i);
         placed_.add(std::move(mod));

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "sfunwind/elf/elf_file.hpp"
+#include "sfunwind/elf/module_rows.hpp"
 #include "sfunwind/error.hpp"
 #include "sfunwind/row.hpp"
 #include "sfunwind/sframe/section.hpp"
@@ -28,22 +29,21 @@ namespace sfunwind::gdb {
 
 struct OpenModule {
     std::string name;
-    std::shared_ptr<const void> owner; // keeps the table's bytes alive
-    // The module's table: its SFrame section, or else another row source
-    // (ppc64 traceback tables). Both are null once the module is closed.
-    std::shared_ptr<const sframe::Section> section;
+    // The module's rows (elf::open_module_rows(): its SFrame section, or
+    // ppc64 traceback tables), owning the bytes; null once closed.
     std::shared_ptr<const RowSource> rows;
-    std::uint32_t functions = 0;       // `rows`: functions with a table
-    const elf::ElfFile* elf = nullptr; // null for modules opened from bytes
+    std::uint32_t functions = 0;       // traceback tables: functions with a table
+    const elf::ElfFile* elf = nullptr; // kept alive by `rows`; null for bytes
     std::uint64_t text_begin = 0;      // link-time range the table covers
     std::uint64_t text_end = 0;
     bool placed = false;
     std::uint64_t bias = 0;
 
-    bool is_open() const noexcept { return section || rows; }
-    const Abi& abi() const noexcept { return section ? section->abi() : rows->abi(); }
+    bool is_open() const noexcept { return rows != nullptr; }
+    const Abi& abi() const noexcept { return rows->abi(); }
+    const sframe::Section* sframe() const noexcept { return rows ? rows->sframe() : nullptr; }
     // "SFrame v2", "ppc64 traceback tables".
-    std::string kind() const;
+    std::string kind() const { return rows ? rows->kind() : "closed"; }
 };
 
 // A row found for a run-time PC, with the module it came from.

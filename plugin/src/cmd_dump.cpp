@@ -45,14 +45,15 @@ class DumpCommand final : public Command {
                 ("sframe dump: no module named '" + wanted + "' (see 'image list')").c_str());
             return false;
         }
-        if (!found->file->section) {
-            result.SetError(("sframe dump: " + found->name + ": " + found->file->problem).c_str());
+        if (!found->table->sframe()) {
+            result.SetError(
+                ("sframe dump: " + found->name + ": " + found->table->problem()).c_str());
             return false;
         }
         sframe::DumpOptions opt;
-        if (found->file->where) opt.section_name = found->file->where->name;
+        if (found->table->where) opt.section_name = found->table->where->name;
         result.Printf("%s:\n%s", found->path.c_str(),
-                      sframe::dump(*found->file->section, opt).c_str());
+                      sframe::dump(*found->table->sframe(), opt).c_str());
         return true;
     }
 };

@@ -50,12 +50,12 @@ bool show(lldb::SBTarget& target, const std::vector<TargetModule>& modules, std:
         result.Printf("%s: not in any loaded module\n", to_hex(addr).c_str());
         return false;
     }
-    if (!mod->file->section) {
+    if (!mod->table->sframe()) {
         result.Printf("%s: %s has no usable SFrame section (%s)\n", to_hex(addr).c_str(),
-                      mod->name.c_str(), mod->file->problem.c_str());
+                      mod->name.c_str(), mod->table->problem().c_str());
         return false;
     }
-    const sframe::Section& section = *mod->file->section;
+    const sframe::Section& section = *mod->table->sframe();
     const std::uint64_t link_pc = addr - mod->bias;
     auto fde = section.find_fde(link_pc);
     if (!fde) {

@@ -60,19 +60,19 @@ class StatusCommand final : public Command {
                 j.begin_object();
                 j.key("name").value(m.name).key("path").value(m.path).key("uuid").value(m.uuid);
                 j.key("loaded").value(m.loaded).key("bias").value(m.bias);
-                if (m.file->section) {
-                    const auto& s = *m.file->section;
+                if (m.table->sframe()) {
+                    const auto& s = *m.table->sframe();
                     j.key("sframe").begin_object();
                     j.key("version").value(std::uint64_t{static_cast<unsigned>(s.version())});
                     j.key("fdes").value(std::uint64_t{s.fde_count()});
                     j.key("bytes").value(s.used_size());
-                    j.key("found_by").value(how_found(m.file->where->how));
+                    j.key("found_by").value(how_found(m.table->where->how));
                     j.end_object();
                 } else {
                     j.key("sframe").null();
-                    j.key("problem").value(m.file->problem);
+                    j.key("problem").value(m.table->problem());
                 }
-                j.key("sframe_bt").value(m.loaded && m.file->section != nullptr);
+                j.key("sframe_bt").value(m.loaded && m.table->sframe() != nullptr);
                 j.key("coverage").value(to_string(c.state));
                 j.key("debug_file").value(c.debug_file);
                 j.key("detail").value(c.detail);
@@ -120,15 +120,15 @@ class StatusCommand final : public Command {
             const TargetModule& m = modules[i];
             const ModuleCoverage& c = coverage[i];
             result.Printf("%s (%s)\n", m.name.c_str(), m.path.c_str());
-            if (!m.file->section) {
-                result.Printf("  SFrame: none (%s)\n", m.file->problem.c_str());
+            if (!m.table->sframe()) {
+                result.Printf("  SFrame: none (%s)\n", m.table->problem().c_str());
                 continue;
             }
-            const auto& s = *m.file->section;
+            const auto& s = *m.table->sframe();
             result.Printf(
                 "  SFrame: %s, %u FDEs, %llu bytes, found by %s%s\n", version_name(s.version()),
                 s.fde_count(), static_cast<unsigned long long>(s.used_size()),
-                how_found(m.file->where->how), s.header().pcrel() ? ", PC-relative starts" : "");
+                how_found(m.table->where->how), s.header().pcrel() ? ", PC-relative starts" : "");
             result.Printf("  sframe bt/compare: %s\n",
                           m.loaded ? "yes" : "no (not loaded in a process)");
             std::string lldb_line;

@@ -326,9 +326,9 @@ std::string Coverage::serve(const std::string& build_id) {
     if (std::string made = files->path_for(build_id); std::filesystem::exists(made, ec))
         return made;
     const auto file = catalog_.file(found.path, build_id);
-    if (!file->section) return {};
+    if (!file->sframe()) return {};
     // See examine(): LLDB 19 would lose the module's load addresses.
-    if (file->elf && file->elf->has_section(".debug_info") && lldb_major_ < 23) return {};
+    if (file->file && file->file->has_section(".debug_info") && lldb_major_ < 23) return {};
     std::vector<std::string> dirs;
     {
         const std::lock_guard lock(mutex_);
@@ -349,8 +349,8 @@ void Coverage::prepare_file(const std::string& debugger_name, const std::string&
     // are not read past their headers.
     if (!has_sframe(path)) return;
     const auto file = catalog_.file(path, *id);
-    if (!file->section) return;
-    if (file->elf && file->elf->has_section(".debug_info") && lldb_major_ < 23) return;
+    if (!file->sframe()) return;
+    if (file->file && file->file->has_section(".debug_info") && lldb_major_ < 23) return;
     auto entry = cache()->ensure(*file, separate_debug_file(debugger_name, *file));
     if (entry && entry->generated_now) {
         const std::lock_guard lock(mutex_);
@@ -365,8 +365,8 @@ void Coverage::prepare(const std::string& debugger_name, const std::string& prog
     if (!program.empty()) {
         paths.push_back(program);
         const auto id = read_build_id(program);
-        if (const auto file = catalog_.file(program, id ? *id : std::string()); file->elf)
-            for (auto& lib : needed_libraries(*file->elf, program))
+        if (const auto file = catalog_.file(program, id ? *id : std::string()); file->file)
+            for (auto& lib : needed_libraries(*file->file, program))
                 paths.push_back(std::move(lib));
     }
     // The program and libraries the core was dumped with, by the names it
@@ -381,7 +381,7 @@ void Coverage::prepare(const std::string& debugger_name, const std::string& prog
 }
 
 std::string Coverage::separate_debug_file(const std::string& debugger_name,
-                                          const ModuleFile& file) {
+                                          const elf::ModuleRows& file) {
     std::vector<std::string> dirs = setting_paths(search_paths_setting, debugger_name.c_str());
     {
         // The responder's thread reads this copy: it must not call LLDB.
@@ -392,8 +392,8 @@ std::string Coverage::separate_debug_file(const std::string& debugger_name,
 }
 
 std::string Coverage::separate_debug_file(std::vector<std::string> dirs,
-                                          const ModuleFile& file) const {
-    const auto id = file.elf ? file.elf->build_id() : std::nullopt;
+                                          const elf::ModuleRows& file) const {
+    const auto id = file.file ? file.file->build_id() : std::nullopt;
     if (!id || id->size() < 2) return {};
     const std::string hex_id = build_id_hex(*id);
     const std::string rel = "/.build-id/" + hex_id.substr(0, 2) + "/" + hex_id.substr(2) + ".debug";
@@ -444,22 +444,24 @@ void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
     // The libraries the program needs, which LLDB may not have added yet
     // (it adds them when the dynamic loader reports them, and looks for
     // their symbols at once).
-    if (!modules.empty() && modules.front().file->elf) {
-        for (const auto& lib : needed_libraries(*modules.front().file->elf, modules.front().path)) {
+    if (!modules.empty() && modules.front().table->file) {
+        for (const auto& lib :
+             needed_libraries(*modules.front().table->file, modules.front().path)) {
             TargetModule m;
             m.path = lib;
             m.name = std::filesystem::path(lib).filename().string();
-            m.file = catalog_.file(lib, "");
+            m.table = catalog_.file(lib, "");
             modules.push_back(std::move(m));
         }
     }
     const auto files = cache();
     for (const TargetModule& m : modules) {
         build_id_files_.remember(m.path);
-        if (!m.file->section) continue;
-        if (m.file->elf && m.file->elf->has_section(".debug_info") && lldb_major_ < 23) continue;
+        if (!m.table->sframe()) continue;
+        if (m.table->file && m.table->file->has_section(".debug_info") && lldb_major_ < 23)
+            continue;
         auto entry =
-            files->ensure(*m.file, separate_debug_file(debugger.GetInstanceName(), *m.file));
+            files->ensure(*m.table, separate_debug_file(debugger.GetInstanceName(), *m.table));
         if (entry && entry->generated_now) {
             const std::lock_guard lock(mutex_);
             generated_[entry->path] = *entry;
@@ -471,15 +473,16 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
     ModuleCoverage c;
     c.module = m.name;
     c.path = m.path;
-    if (!m.file->section) {
-        c.state = m.file->broken ? ModuleCoverage::State::Failed : ModuleCoverage::State::NoSframe;
-        c.detail = m.file->problem;
+    if (!m.table->sframe()) {
+        c.state =
+            broken(*m.table) ? ModuleCoverage::State::Failed : ModuleCoverage::State::NoSframe;
+        c.detail = m.table->problem();
         return c;
     }
-    c.has_eh_frame = m.file->elf && m.file->elf->has_section(".eh_frame");
+    c.has_eh_frame = m.table->file && m.table->file->has_section(".eh_frame");
     const auto files = cache();
     const std::string symbols = spec_path(m.module.GetSymbolFileSpec());
-    const auto id = m.file->elf ? m.file->elf->build_id() : std::nullopt;
+    const auto id = m.table->file ? m.table->file->build_id() : std::nullopt;
     const std::string id_hex = id && !id->empty() ? build_id_hex(*id) : std::string();
     const std::string own_debug_file = id_hex.empty() ? std::string() : files->path_for(id_hex);
     const bool served_copy = is_served_copy(symbols, id_hex, own_debug_file);
@@ -490,12 +493,12 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
         !served_copy)
         base = symbols;
     else if (generate && !served_copy)
-        base = separate_debug_file(debugger.GetInstanceName(), *m.file);
+        base = separate_debug_file(debugger.GetInstanceName(), *m.table);
     // LLDB before 23 loads a symbol file for a module that has DWARF of its
     // own as a separate object whose sections never get load addresses:
     // breakpoints, variables and every frame above frame 0 break (measured
     // with LLDB 19; LLDB 23 merges the sections).
-    if (m.file->elf && m.file->elf->has_section(".debug_info") && lldb_major_ < 23 &&
+    if (m.table->file && m.table->file->has_section(".debug_info") && lldb_major_ < 23 &&
         !same_file(symbols, own_debug_file)) {
         c.state = ModuleCoverage::State::Failed;
         c.detail =
@@ -505,7 +508,7 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
         return c;
     }
     if (generate) {
-        auto entry = files->ensure(*m.file, base);
+        auto entry = files->ensure(*m.table, base);
         if (!entry) {
             c.state = ModuleCoverage::State::Failed;
             c.detail = entry.error().message();
@@ -567,7 +570,7 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
     // With a process, LLDB has stopped at least once and unwound at that stop.
     const bool late = target.GetProcess().IsValid();
     for (const TargetModule& m : catalog_.modules(target)) {
-        if (!m.file->section) continue;
+        if (!m.table->sframe()) continue;
         const std::string key = m.path + '\n' + m.uuid;
         ModuleCoverage c = examine(debugger, m, true);
         if (c.cache.generated_now && c.state != ModuleCoverage::State::Failed) {
@@ -638,7 +641,7 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
         if (!late || lldb_major_ >= 23) continue;
         const std::lock_guard lock(mutex_);
         if (!hinted_.insert(key).second) continue;
-        const auto id = m.file->elf ? m.file->elf->build_id() : std::nullopt;
+        const auto id = m.table->file ? m.table->file->build_id() : std::nullopt;
         const bool asked = id && asked_.count(build_id_hex(*id)) != 0;
         std::string why;
         if (had_separate)

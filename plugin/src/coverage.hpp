@@ -135,10 +135,11 @@ class Coverage {
     // An existing separate debug file of the module (by build-id, in the
     // debug-file search paths other than the cache, and /usr/lib/debug):
     // the base of ours, so that its DWARF stays. Empty when there is none.
-    std::string separate_debug_file(const std::string& debugger_name, const ModuleFile& file);
+    std::string separate_debug_file(const std::string& debugger_name, const elf::ModuleRows& file);
     // The same among `dirs` (a copy of the setting, for the responder's
     // thread, which must not call LLDB).
-    std::string separate_debug_file(std::vector<std::string> dirs, const ModuleFile& file) const;
+    std::string separate_debug_file(std::vector<std::string> dirs,
+                                    const elf::ModuleRows& file) const;
     // The debug file of one local file, made if missing (no SB call but the
     // settings read of separate_debug_file()).
     void prepare_file(const std::string& debugger_name, const std::string& path);

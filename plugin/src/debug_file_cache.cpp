@@ -88,18 +88,18 @@ std::string DebugFileCache::path_for(const std::string& id) const {
     return dir_ + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
 }
 
-Expected<CacheEntry> DebugFileCache::ensure(const ModuleFile& file, const std::string& base) {
-    if (!file.elf || !file.section || !file.where)
+Expected<CacheEntry> DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base) {
+    if (!file.file || !file.sframe() || !file.where)
         return Error(Errc::NotFound, "the module has no usable SFrame section");
-    const auto id = file.elf->build_id();
+    const auto id = file.file->build_id();
     if (!id || id->empty())
         return Error(Errc::NotFound,
-                     file.elf->name() +
+                     file.file->name() +
                          " has no GNU build-id: LLDB could not match a debug file to it");
     CacheEntry entry;
     entry.path = path_for(build_id_hex(*id));
-    const std::span<const std::uint8_t> sframe_bytes = file.section->view().bytes();
-    entry.sframe_bytes = file.section->used_size();
+    const std::span<const std::uint8_t> sframe_bytes = file.sframe()->view().bytes();
+    entry.sframe_bytes = file.sframe()->used_size();
     const std::string stamp = stamp_text(sframe_bytes, base);
     const std::string stamp_path = entry.path + ".stamp";
 
@@ -110,9 +110,9 @@ Expected<CacheEntry> DebugFileCache::ensure(const ModuleFile& file, const std::s
         return entry;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    auto frame = cfi::write_debug_frame(*file.section);
+    auto frame = cfi::write_debug_frame(*file.sframe());
     if (!frame)
-        return Error(frame.error().code(), file.elf->name() + ": " + frame.error().message());
+        return Error(frame.error().code(), file.file->name() + ": " + frame.error().message());
     elf::DebugFileContents contents;
     contents.debug_frame = frame->bytes;
     for (const auto& fn : frame->functions) {
@@ -133,9 +133,9 @@ Expected<CacheEntry> DebugFileCache::ensure(const ModuleFile& file, const std::s
         if (!opened) return opened.error();
         if (opened->build_id() != id)
             return Error(Errc::Malformed,
-                         base + " does not have the build-id of " + file.elf->name());
+                         base + " does not have the build-id of " + file.file->name());
         base_file.emplace(std::move(*opened));
-        contents.symbol_sources.push_back(file.elf.get());
+        contents.symbol_sources.push_back(file.file.get());
     }
     std::filesystem::create_directories(std::filesystem::path(entry.path).parent_path(), ec);
     if (ec)
@@ -143,7 +143,7 @@ Expected<CacheEntry> DebugFileCache::ensure(const ModuleFile& file, const std::s
                                    std::filesystem::path(entry.path).parent_path().string() + ": " +
                                    ec.message());
     const std::string tmp = temporary_name(entry.path);
-    auto written = elf::write_debug_file(base_file ? *base_file : *file.elf, contents, tmp);
+    auto written = elf::write_debug_file(base_file ? *base_file : *file.file, contents, tmp);
     if (!written) {
         std::filesystem::remove(tmp, ec);
         return written.error();

@@ -50,7 +50,7 @@ class DebugFileCache {
     // `base` is the file to copy: the module's existing separate debug file
     // (so its DWARF stays usable), or empty for the module itself.
     // Errc::NotFound when the module has no build-id (LLDB could not match it).
-    Expected<CacheEntry> ensure(const ModuleFile& file, const std::string& base = {});
+    Expected<CacheEntry> ensure(const elf::ModuleRows& file, const std::string& base = {});
 
   private:
     std::string dir_;

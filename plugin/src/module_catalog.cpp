@@ -22,33 +22,6 @@ std::string path_of(const lldb::SBFileSpec& spec) {
     return n > 0 && n < sizeof buf ? std::string(buf, n) : std::string();
 }
 
-ModuleFile read_module_file(const std::string& path) {
-    ModuleFile out;
-    auto elf = elf::ElfFile::open(path);
-    if (!elf) {
-        out.problem = elf.error().message();
-        return out;
-    }
-    auto shared = std::make_shared<const elf::ElfFile>(std::move(*elf));
-    out.elf = shared;
-    auto where = shared->find_sframe();
-    if (!where) {
-        out.problem =
-            where.error().code() == Errc::NotFound ? "no SFrame section" : where.error().message();
-        out.broken = where.error().code() != Errc::NotFound;
-        return out;
-    }
-    out.where = *where;
-    auto section = shared->sframe();
-    if (!section) {
-        out.problem = section.error().message();
-        out.broken = true;
-        return out;
-    }
-    out.section = std::make_shared<const sframe::Section>(std::move(*section));
-    return out;
-}
-
 // Where LLDB loaded the module: the bias and address range from the load
 // addresses of its top-level sections (ELF segments in LLDB's object file).
 void locate(lldb::SBTarget& target, TargetModule& m) {
@@ -90,66 +63,53 @@ std::string uuid_key(const std::string& uuid) {
 
 } // namespace
 
-std::shared_ptr<const ModuleFile> ModuleCatalog::file(const std::string& path,
-                                                      const std::string& uuid) {
+std::shared_ptr<const elf::ModuleRows> ModuleCatalog::file(const std::string& path,
+                                                           const std::string& uuid) {
     const std::string key = path + '\n' + uuid_key(uuid);
     {
         const std::lock_guard lock(mutex_);
         if (auto it = files_.find(key); it != files_.end()) return it->second;
     }
     // Read outside the lock: a large file must not stall the other thread.
-    auto parsed = std::make_shared<const ModuleFile>(read_module_file(path));
+    auto parsed = std::make_shared<const elf::ModuleRows>(elf::open_module_rows(path));
     const std::lock_guard lock(mutex_);
     auto [it, inserted] = files_.emplace(key, parsed);
-    if (inserted && parsed->broken && reported_.insert(path).second)
-        new_problems_.push_back(path + ": SFrame section skipped: " + parsed->problem);
+    if (inserted && broken(*parsed) && reported_.insert(path).second)
+        new_problems_.push_back(path + ": SFrame section skipped: " + parsed->problem());
     return it->second;
 }
 
-std::shared_ptr<const ModuleFile> ModuleCatalog::memory_file(lldb::SBTarget& target,
-                                                             const TargetModule& m) {
+std::shared_ptr<const elf::ModuleRows> ModuleCatalog::memory_file(lldb::SBTarget& target,
+                                                                  const TargetModule& m) {
     const std::string key = m.path + '\n' + uuid_key(m.uuid) + "\nmemory";
     {
         const std::lock_guard lock(mutex_);
         if (auto it = files_.find(key); it != files_.end()) return it->second;
     }
-    ModuleFile out;
+    elf::ModuleRows out;
     const std::uint64_t header = m.module.GetObjectFileHeaderAddress().GetLoadAddress(target);
     // The vdso is one small mapping that holds the whole file, headers included.
     constexpr std::uint64_t max_image = 1U << 20;
     if (header == invalid_address || header < m.begin || m.end - header > max_image) {
-        out.problem = "no file, and no small in-memory image";
+        out.error = Error(Errc::NotFound, "no file, and no small in-memory image");
     } else {
         std::vector<std::uint8_t> image(m.end - header);
         lldb::SBError error;
         const std::size_t got =
             target.GetProcess().ReadMemory(header, image.data(), image.size(), error);
-        auto elf = got == image.size() && error.Success()
-                       ? elf::ElfFile::from_bytes(image, m.name)
-                       : Expected<elf::ElfFile>(
-                             Error(Errc::MemoryUnreadable, "cannot read the image of " + m.name));
-        if (!elf) {
-            out.problem = elf.error().message();
+        if (got == image.size() && error.Success()) {
+            out = elf::open_module_rows(image, m.name);
+            if (out.error && out.error->code() == Errc::NotFound && out.file)
+                out.error = Error(Errc::NotFound, "no SFrame section (read from memory)");
         } else {
-            auto shared = std::make_shared<const elf::ElfFile>(std::move(*elf));
-            out.elf = shared;
-            auto section = shared->sframe();
-            if (section) {
-                out.where = shared->find_sframe().value();
-                out.section = std::make_shared<const sframe::Section>(std::move(*section));
-            } else {
-                out.problem = section.error().code() == Errc::NotFound
-                                  ? "no SFrame section (read from memory)"
-                                  : section.error().message();
-                out.broken = section.error().code() != Errc::NotFound;
-            }
+            out.error = Error(Errc::MemoryUnreadable, "cannot read the image of " + m.name);
         }
     }
-    auto parsed = std::make_shared<const ModuleFile>(std::move(out));
+    auto parsed = std::make_shared<const elf::ModuleRows>(std::move(out));
     const std::lock_guard lock(mutex_);
     auto [it, inserted] = files_.emplace(key, parsed);
-    if (inserted && parsed->broken && reported_.insert(key).second)
-        new_problems_.push_back(m.name + ": SFrame section skipped: " + parsed->problem);
+    if (inserted && broken(*parsed) && reported_.insert(key).second)
+        new_problems_.push_back(m.name + ": SFrame section skipped: " + parsed->problem());
     return it->second;
 }
 
@@ -174,7 +134,7 @@ std::vector<TargetModule> ModuleCatalog::module_files(lldb::SBTarget& target) {
     for (std::uint32_t i = 0; i < n; ++i) {
         TargetModule m;
         if (!identify(target.GetModuleAtIndex(i), m)) continue;
-        m.file = file(m.path, m.uuid);
+        m.table = file(m.path, m.uuid);
         out.push_back(std::move(m));
     }
     return out;
@@ -188,10 +148,10 @@ std::vector<TargetModule> ModuleCatalog::modules(lldb::SBTarget& target) {
         TargetModule m;
         if (!identify(target.GetModuleAtIndex(i), m)) continue;
         locate(target, m);
-        m.file = file(m.path, m.uuid);
-        if (!m.file->elf && m.loaded && !m.path.empty() && m.path.front() == '[' &&
+        m.table = file(m.path, m.uuid);
+        if (!m.table->file && m.loaded && !m.path.empty() && m.path.front() == '[' &&
             target.GetProcess().IsValid())
-            m.file = memory_file(target, m);
+            m.table = memory_file(target, m);
         out.push_back(std::move(m));
     }
     return out;
@@ -205,14 +165,13 @@ std::vector<std::string> ModuleCatalog::take_new_problems() {
 ModuleSet sframe_module_set(const std::vector<TargetModule>& modules) {
     ModuleSet set;
     for (const auto& m : modules) {
-        if (!m.loaded || !m.file->section) continue;
+        if (!m.loaded || !m.table->rows) continue;
         Module mod;
         mod.name = m.name;
         mod.bias = m.bias;
         mod.begin = m.begin;
         mod.end = m.end;
-        mod.owner = m.file;
-        mod.section = m.file->section;
+        mod.rows = m.table->rows;
         set.add(std::move(mod));
     }
     return set;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "sfunwind/elf/elf_file.hpp"
+#include "sfunwind/elf/module_rows.hpp"
 #include "sfunwind/sframe/section.hpp"
 #include "sfunwind/unwind/frame_address.hpp"
 #include "sfunwind/unwind/module_set.hpp"
@@ -25,16 +26,11 @@
 
 namespace sfunwind::lldb_plugin {
 
-// One ELF file, read and searched for SFrame once.
-struct ModuleFile {
-    std::shared_ptr<const elf::ElfFile> elf;        // null when unreadable
-    std::shared_ptr<const sframe::Section> section; // null without usable SFrame
-    std::optional<elf::SframeLocation> where;
-    // Why there is no usable section: "no SFrame section", the open error, or
-    // the parse error of a broken section (then `broken` is set).
-    std::string problem;
-    bool broken = false;
-};
+// A table whose file was read but whose unwind table is damaged (reported
+// once, see take_new_problems), as opposed to a module with none.
+inline bool broken(const elf::ModuleRows& table) {
+    return table.file && table.damaged();
+}
 
 struct TargetModule {
     lldb::SBModule module;
@@ -45,7 +41,8 @@ struct TargetModule {
     std::uint64_t bias = 0;
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
-    std::shared_ptr<const ModuleFile> file;
+    // The file, its unwind rows and how they were found (read once per file).
+    std::shared_ptr<const elf::ModuleRows> table;
 };
 
 class ModuleCatalog {
@@ -61,14 +58,15 @@ class ModuleCatalog {
     // Broken sections found since the last call, one message each, once per file.
     std::vector<std::string> take_new_problems();
     // The parsed file of one path (cached); never null.
-    std::shared_ptr<const ModuleFile> file(const std::string& path, const std::string& uuid);
+    std::shared_ptr<const elf::ModuleRows> file(const std::string& path, const std::string& uuid);
     // The same for a module that exists only in the process's memory (the
     // vdso): its image is read from there.
-    std::shared_ptr<const ModuleFile> memory_file(lldb::SBTarget& target, const TargetModule& m);
+    std::shared_ptr<const elf::ModuleRows> memory_file(lldb::SBTarget& target,
+                                                       const TargetModule& m);
 
   private:
     std::mutex mutex_;
-    std::map<std::string, std::shared_ptr<const ModuleFile>> files_; // path + '\n' + uuid
+    std::map<std::string, std::shared_ptr<const elf::ModuleRows>> files_; // path + '\n' + uuid
     std::set<std::string> reported_;
     std::vector<std::string> new_problems_;
 };

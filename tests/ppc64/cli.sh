@@ -61,6 +61,27 @@ print([t["function_start"] for t in d["tables"] if "leaf" in t["symbols"]][0])')
   row=$("$SFUNWIND" tbtab "$bin" "$leaf") || fail "$name: lookup exit $?"
   [[ $row == *"<leaf>"*"CFA=r1+0 RA=same FP=same topmost-only"* ]] || fail "$name: leaf entry row: $row"
 
+  # `sfunwind lookup` reads a ppc64 file without .sframe through its
+  # traceback tables (the core's unwind-table opener, as the debuggers do):
+  # every instruction of the program's functions has tbtab's rules.
+  pcs=$("$SFUNWIND" tbtab --json "$bin" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for t in d["tables"]:
+    if set(t["symbols"]) & {"main", "level_1", "with_alloca", "with_fprs", "recurse", "leaf"}:
+        start = int(t["function_start"], 16)
+        for pc in range(start, int(t["address"], 16), 4):
+            print(hex(pc))')
+  npcs=$(wc -w <<<"$pcs")
+  rules() { sed -E 's/^(0x[0-9a-f]+).*(CFA=[^(]*[^ (]).*$/\1 \2/'; }
+  # shellcheck disable=SC2086
+  got=$("$SFUNWIND" lookup "$bin" $pcs | rules) || fail "$name: lookup exit $?"
+  # shellcheck disable=SC2086
+  want=$("$SFUNWIND" tbtab "$bin" $pcs | rules)
+  if [[ $npcs -lt 100 || $got != "$want" || $(grep -c 'ppc64 traceback tables' <<<"$("$SFUNWIND" lookup "$bin" $pcs)") != "$npcs" ]]; then
+    fail "$name: lookup and tbtab give different rules over $npcs PCs: $(diff <(echo "$got") <(echo "$want") | head -3)"
+  fi
+
   set +e
   check=$("$SFUNWIND" tbtab --check "$bin")
   status=$?
@@ -70,6 +91,6 @@ print([t["function_start"] for t in d["tables"] if "leaf" in t["symbols"]][0])')
   if grep -E '^different .*<(main|level_1|with_alloca|with_fprs|recurse|leaf)>' <<<"$check"; then
     fail "$name: the program's functions differ from their CFI"
   fi
-  printf 'ok %s/%s: %s\n' "$arch" "$name" "$(tail -1 <<<"$check")"
+  printf 'ok %s/%s: %s; lookup = tbtab at %s PCs\n' "$arch" "$name" "$(tail -1 <<<"$check")" "$npcs"
 done
 [[ $failures -eq 0 ]]

@@ -85,8 +85,7 @@ Module module(const std::string& name, const Built& b, std::uint64_t bias, std::
     m.bias = bias;
     m.begin = link_begin + bias;
     m.end = link_end + bias;
-    m.owner = b.bytes;
-    m.section = b.section;
+    m.rows = std::make_shared<const RowSourceOf<Section>>(b.section, "SFrame", b.bytes);
     return m;
 }
 

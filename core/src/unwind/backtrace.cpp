@@ -39,7 +39,7 @@ Expected<StepResult> step_frame(const ModuleSet& modules, const FrameRegs& calle
     const std::uint64_t pc = FrameAddress::of_frame(callee.pc, topmost).lookup_address();
     const Module* m = modules.find(pc);
     if (module_out != nullptr) *module_out = m;
-    if (m == nullptr || !m->has_rows())
+    if (m == nullptr || !m->rows)
         return Error(Errc::NotFound, "no module with SFrame covers " + to_hex(callee.pc));
     auto row = m->lookup(pc - m->bias);
     if (!row) return Error(row.error().code(), m->name + ": " + row.error().message());

@@ -255,9 +255,9 @@ std::vector<FrameView> frame_views(const Backtrace& bt) {
         if (stepped) v.cfa = f.cfa;
         if (f.module != nullptr) {
             v.module = f.module->name;
-            v.in_sframe_module = f.module->section != nullptr;
+            v.in_sframe_module = f.module->sframe() != nullptr;
             if (f.row && v.in_sframe_module)
-                v.rule = describe(*f.row, f.module->section->abi()) + " (FDE " +
+                v.rule = describe(*f.row, f.module->sframe()->abi()) + " (FDE " +
                          std::to_string(f.row->fde_index) + ", FRE " +
                          std::to_string(f.row->fre_index) + ")";
         }

@@ -2,19 +2,21 @@
 #include "sfunwind/unwind/module_set.hpp"
 
 #include <algorithm>
+#include <string>
 
 namespace sfunwind {
 
 Expected<Row> Module::lookup(std::uint64_t link_pc) const {
-    if (section) return section->lookup(link_pc);
     if (rows) return rows->lookup(link_pc);
     return Error(Errc::NotFound, name + " has no unwind table");
 }
 
-const Abi* Module::abi() const noexcept {
-    if (section) return &section->abi();
-    if (rows) return &rows->abi();
-    return nullptr;
+std::shared_ptr<const RowSource> sframe_rows(sframe::Section section,
+                                             std::shared_ptr<const void> owner) {
+    const std::string kind =
+        "SFrame v" + std::to_string(static_cast<unsigned>(section.header().version));
+    return std::make_shared<const RowSourceOf<sframe::Section>>(
+        std::make_shared<const sframe::Section>(std::move(section)), kind, std::move(owner));
 }
 
 void ModuleSet::add(Module module) {

@@ -14,22 +14,20 @@
 
 namespace sfunwind {
 
+// A module as an unwinder sees it: its unwind rows and where it is placed.
 struct Module {
     std::string name;
     std::uint64_t bias = 0;  // runtime address - link-time address
     std::uint64_t begin = 0; // runtime range covered by the module's code
     std::uint64_t end = 0;
-    // The Section refers to bytes that `owner` keeps alive (an ElfFile, a
-    // buffer read from the target, ...).
-    std::shared_ptr<const void> owner;
-    std::shared_ptr<const sframe::Section> section;
-    // Another unwind table (e.g. ppc64 traceback tables), used when the
-    // module has no SFrame section.
+    // The module's rows (SFrame, or e.g. ppc64 traceback tables), owning the
+    // table and the bytes it refers to; null when the module has none.
     std::shared_ptr<const RowSource> rows;
 
-    bool has_rows() const noexcept { return section || rows; }
     Expected<Row> lookup(std::uint64_t link_pc) const;
-    const Abi* abi() const noexcept;
+    const Abi* abi() const noexcept { return rows ? &rows->abi() : nullptr; }
+    // The SFrame section behind the rows, or null.
+    const sframe::Section* sframe() const noexcept { return rows ? rows->sframe() : nullptr; }
 };
 
 class ModuleSet {
