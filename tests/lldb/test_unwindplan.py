@@ -45,18 +45,6 @@ import lldb_harness as H
 UNTRACKED = ["rbx", "r12", "r13", "r14", "r15"]
 
 
-def frames_of(thread, limit=64):
-    """(function, pc, cfa) of LLDB's concrete frames."""
-    out = []
-    for i in range(min(thread.GetNumFrames(), limit)):
-        f = thread.GetFrameAtIndex(i)
-        if f.IsInlined() or f.IsArtificial():
-            continue
-        sym = f.GetSymbol()
-        out.append((sym.GetName() if sym.IsValid() else None, f.GetPC(), f.GetCFA(), i))
-    return out
-
-
 def relative(frames, sp0):
     return [(pc, cfa - sp0) for (_, pc, cfa, _) in frames]
 
@@ -131,7 +119,7 @@ def reference(plain, path, args, start=None, by_command=False):
             target = plain.create(copy)
             try:
                 process, thread = stop_at_trap(plain, target, args, by_command)
-                frames = frames_of(thread)
+                frames = H.frames_of(thread)
                 got = relative(frames, thread.GetFrameAtIndex(0).GetSP())
                 here = start_stack(process)
                 diff = (here - start) % STACK_ALIGN if start and here else 0
@@ -140,14 +128,6 @@ def reference(plain, path, args, start=None, by_command=False):
             finally:
                 plain.delete(target)
     return got, frames, diff
-
-
-def loaded_with_module(status_module):
-    """Whether LLDB got the plugin's file when it loaded the module (through
-    the search paths, or from the plugin's debuginfod responder), not from
-    `target symbols add` at a stop."""
-    detail = status_module["detail"]
-    return "debug-file-search-paths" in detail or "debuginfod responder" in detail
 
 
 def plans_from_log(path):
@@ -231,7 +211,7 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
             ok, out, err = s.cmd("sframe cover")
             res.check(label + ": sframe cover", ok, err)
         process, thread = stop_at_trap(s, target, args, by_command=flow == "command")
-        frames = frames_of(thread)
+        frames = H.frames_of(thread)
         s.cmd("log disable lldb unwind")
         sp0 = thread.GetFrameAtIndex(0).GetSP()
         got = relative(frames, sp0)
@@ -245,7 +225,7 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
             # LLDB 23 asks its debuginfod servers first, and reuses the copy
             # its debuginfod client kept from the first session.
             res.check(label + ": LLDB found the debug file by itself (no plugin command)",
-                      mod and mod[0]["coverage"] == "in-use" and loaded_with_module(mod[0]), repr(mod))
+                      mod and mod[0]["coverage"] == "in-use" and H.loaded_with_module(mod[0]), repr(mod))
         if flow == "command":
             # Every module with SFrame got its file when LLDB loaded it (the
             # search paths, or the plugin's debuginfod responder), none at
@@ -253,7 +233,7 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
             st = s.json_cmd("sframe status --json")
             mods = [m for m in st["modules"] if m["sframe"] is not None]
             late = [(m["name"], m["coverage"], m["detail"]) for m in mods
-                    if m["coverage"] != "in-use" or not loaded_with_module(m)]
+                    if m["coverage"] != "in-use" or not H.loaded_with_module(m)]
             res.check(label + ": ordinary flow: the %d modules with SFrame were covered as LLDB loaded them" % len(mods),
                       mods and not late, repr(late))
             res.count("ordinary-flow modules covered as loaded", len(mods) - len(late))
@@ -360,7 +340,7 @@ def check_sb_hint(args, res, work, program_dir, name):
     target = s.create(prog)
     try:
         _, thread = stop_at_trap(s, target, [])
-        frames = frames_of(thread)
+        frames = H.frames_of(thread)
         s.cmd("log disable lldb unwind")
         err_file.flush()
         with open(err_path) as f:
@@ -430,7 +410,7 @@ def check_attach(args, res, work):
         if not res.check("attach: process attach", ok and target.GetProcess().IsValid(), err):
             return
         thread = target.GetProcess().GetSelectedThread()
-        frames = frames_of(thread)
+        frames = H.frames_of(thread)
         s.cmd("log disable lldb unwind")
         names = [n for (n, _, _, _) in frames]
         chain = ["wait_here", "level_b", "level_a", "main"]
@@ -550,7 +530,7 @@ def check_dlopen(args, res, work):
     try:
         ok, out, err = s.cmd("process launch -w " + H.quote(d), target)
         thread = target.GetProcess().GetSelectedThread()
-        frames = frames_of(thread)
+        frames = H.frames_of(thread)
         s.cmd("log disable lldb unwind")
         names = [n for (n, _, _, _) in frames]
         res.check("dlopen: LLDB's bt from the library to main",
@@ -584,7 +564,7 @@ def check_stripped(plain, s, res, work, label, cfi_path, noeh_path, args):
     target = plain.create(bare)
     try:
         _, thread = stop_at_trap(plain, target, args)
-        got = relative(frames_of(thread), thread.GetFrameAtIndex(0).GetSP())
+        got = relative(H.frames_of(thread), thread.GetFrameAtIndex(0).GetSP())
         res.check(label + " stripped: plain LLDB's bt is wrong", got != ref,
                   "plain LLDB got the reference backtrace; the fixture no longer proves anything")
     finally:
@@ -612,8 +592,8 @@ def check_split_debug(plain, s, res, work):
     target = plain.create(g)
     try:
         _, thread = stop_at_trap(plain, target, [])
-        ref_names = [n for (n, _, _, _) in frames_of(thread)]
-        lvl2 = next(i for (n, _, _, i) in frames_of(thread) if n == "level_2")
+        ref_names = [n for (n, _, _, _) in H.frames_of(thread)]
+        lvl2 = next(i for (n, _, _, i) in H.frames_of(thread) if n == "level_2")
         ref_buf = [thread.GetFrameAtIndex(lvl2).FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned()
                    for k in range(64)]
         ref_n = thread.GetFrameAtIndex(lvl2).FindVariable("n").GetValue()
@@ -628,7 +608,7 @@ def check_split_debug(plain, s, res, work):
     target = s.create_by_command(prog)
     try:
         _, thread = stop_at_trap(s, target, [], by_command=True)
-        frames = frames_of(thread)
+        frames = H.frames_of(thread)
         names = [n for (n, _, _, _) in frames]
         # Up to main's caller: what lies above (crt's _start, without CFI
         # here) is LLDB's own business.
@@ -648,7 +628,7 @@ def check_split_debug(plain, s, res, work):
         st = s.json_cmd("sframe status --json")
         mod = [m for m in st["modules"] if m["name"] == os.path.basename(prog)][0]
         res.check("split -g: LLDB got the plugin's file (made from the separate debug file) as it loaded the program",
-                  mod["coverage"] == "in-use" and loaded_with_module(mod), repr(mod))
+                  mod["coverage"] == "in-use" and H.loaded_with_module(mod), repr(mod))
     finally:
         s.delete(target)
 
@@ -665,8 +645,8 @@ def check_own_dwarf(plain, s, res, work):
     target = plain.create(g)
     try:
         _, thread = stop_at_trap(plain, target, [])
-        ref_names = [n for (n, _, _, _) in frames_of(thread)]
-        lvl2 = next(i for (n, _, _, i) in frames_of(thread) if n == "level_2")
+        ref_names = [n for (n, _, _, _) in H.frames_of(thread)]
+        lvl2 = next(i for (n, _, _, i) in H.frames_of(thread) if n == "level_2")
         ref_buf = [thread.GetFrameAtIndex(lvl2).FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned()
                    for k in range(64)]
     finally:
@@ -687,7 +667,7 @@ def check_own_dwarf(plain, s, res, work):
             return
         res.check("own DWARF, LLDB %d: covered" % major, mod["coverage"] == "in-use", repr(mod))
         _, thread = stop_at_trap(s, target, [])
-        frames = frames_of(thread)
+        frames = H.frames_of(thread)
         names = [n for (n, _, _, _) in frames]
         upto = ref_names.index("main") + 2
         res.check("own DWARF, LLDB %d: bt names the CFI build's frames" % major, names[:upto] == ref_names[:upto],
