@@ -1,22 +1,22 @@
 # SPDX-License-Identifier: MIT
-"""Checks that run inside GDB (loaded by run_gdb_tests.py with `source`).
+"""Checks that run inside GDB (run by run_gdb_tests.py and run_qemu_tests.py
+through gdb_harness.Gdb.run_module).
 
 Each scenario drives one fixture program to one or many stops and, at each,
 walks the stack twice: with sfunwind (SFrame) and with GDB's own DWARF CFI
 unwinder (sfunwind_gdb.compare.walk_both), then records both walks. The
 driver decides what passes; this file only observes and writes JSON.
 
-Configuration comes from the GDB convenience-free global CHECK (a dict) set
-by the driver's command file: scenario, args, output path, options."""
-
-import json
-import traceback
+Configuration: the global CHECK (a dict) set by the driver's session:
+scenario, args, setup, output path, options."""
 
 import gdb
 
+import gdb_harness
 import sfunwind_gdb
 from sfunwind_gdb import compare
 
+CHECK = {}
 RESULTS = {"stops": [], "notes": [], "error": None}
 
 
@@ -217,16 +217,8 @@ SCENARIOS = {
 
 
 def main():
-    try:
-        gdb.execute("set pagination off")
-        gdb.execute("set confirm off")
-        for cmd in CHECK.get("setup", []):
-            gdb.execute(cmd, to_string=True)
-        SCENARIOS[CHECK["scenario"]]()
-    except Exception as e:  # noqa: BLE001 -- reported to the driver
-        RESULTS["error"] = "%s\n%s" % (e, traceback.format_exc())
-    s = _session()
-    RESULTS["counters"] = {"frames": s.engine.counters.frames, "failures": s.engine.counters.failures,
-                           "last_failure": s.engine.counters.last_failure}
-    with open(CHECK["output"], "w") as f:
-        json.dump(RESULTS, f)
+    def counters(results):
+        c = _session().engine.counters
+        results["counters"] = {"frames": c.frames, "failures": c.failures, "last_failure": c.last_failure}
+
+    gdb_harness.inside(CHECK, lambda results: SCENARIOS[CHECK["scenario"]](), RESULTS, counters)

@@ -23,19 +23,14 @@ usage: run_hostile_tests.py --gdb GDB --loader LOADER [--runs host|chroot]
 Exit status 1 if any check failed (a GDB that hangs past the time limit or
 dies is a failure)."""
 
-import argparse
-import json
 import os
 import re
-import subprocess
-import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures", "bin"))
+import gdb_harness as H
+
+FIXTURES = H.fixture("bin")
 MAX_FRAMES = 64
 MAX_SECONDS = 10.0
-SESSION_TIMEOUT = 120
 
 # mode -> (regex the end of every bt must match, functions the bt must start with)
 MODES = {
@@ -47,48 +42,6 @@ MODES = {
     # A legal 64 MiB frame: its CFA is readable, the walk is complete.
     "huge": (r"#3 .* in main \(\)$", ["hostile_leaf", "level_2", "level_1", "main"]),
 }
-
-SESSION = """
-set pagination off
-set confirm off
-set width 0
-python
-import json, time
-res = []
-def step(c):
-    t = time.monotonic()
-    try:
-        out, err = gdb.execute(c, to_string=True), None
-    except gdb.error as e:
-        out, err = '', str(e)
-    res.append([c, out, err, time.monotonic() - t])
-for c in %(cmds)r:
-    step(c)
-json.dump(res, open(%(out)r, 'w'))
-end
-kill
-"""
-
-
-def session(gdb, loader, program, args, cmds):
-    """Runs cmds in one GDB; [(cmd, output, error, seconds)], or a string
-    saying why there is none (hang, crash)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "out.json")
-        script = os.path.join(tmp, "cmds.gdb")
-        with open(script, "w") as f:
-            f.write("source %s\nset args %s\n" % (loader, args))
-            f.write(SESSION % {"cmds": cmds, "out": out})
-        try:
-            p = subprocess.run([gdb, "-nx", "-q", "-batch", "-x", script, program], capture_output=True,
-                               text=True, timeout=SESSION_TIMEOUT, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return "GDB did not finish within %d s" % SESSION_TIMEOUT
-        if not os.path.exists(out):
-            return "GDB produced no results (status %d): %s" % (p.returncode, p.stderr[-400:])
-        with open(out) as f:
-            return json.load(f)
-
 
 def frames(bt):
     """[(level, pc or None, function)] of a `bt` output."""
@@ -102,18 +55,6 @@ def names(rows):
     return [pc if fn == "??" else fn for _, pc, fn in rows]
 
 
-class Checker:
-    def __init__(self):
-        self.failed = 0
-        self.count = 0
-
-    def check(self, name, ok, detail=""):
-        self.count += 1
-        self.failed += not ok
-        print("%s %s%s" % ("ok  " if ok else "FAIL", name, (": " + detail) if detail and not ok else ""))
-        return ok
-
-
 def step_ok(c, label, r, want=None):
     cmd, out, err, secs = r
     ok = err is None and secs < MAX_SECONDS and (want is None or re.search(want, out, re.S | re.M) is not None)
@@ -124,13 +65,13 @@ def step_ok(c, label, r, want=None):
 PATH_STEPS = ["bt", "info registers rip", "frame 0", "sframe status", "sframe compare", "bt", "sframe status"]
 
 
-def check_mode(c, gdb, loader, program, mode):
+def check_mode(c, g, program, mode):
     label = "%s %s" % (os.path.relpath(program, FIXTURES), mode)
     cmds = ["run", "print $_siginfo.si_signo", "info symbol $pc"]
     for path in ("python", "native"):
         cmds += ["sframe enable " + path] + PATH_STEPS
     cmds += ["sframe disable", "bt", "info registers rip"]
-    results = session(gdb, loader, program, mode, cmds)
+    results = g.commands(program, cmds, set_args=mode)
     if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
         return
     if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
@@ -189,13 +130,13 @@ def check_mode(c, gdb, loader, program, mode):
     step_ok(c, label + " [off]", results[-1], r"rip +0x[0-9a-f]+")
 
 
-def check_corrupt(c, gdb, loader, program):
+def check_corrupt(c, g, program):
     label = os.path.relpath(program, FIXTURES)
     name = os.path.basename(program)
     cmds = ["sframe status", "run", "sframe status", "bt", "bt", "sframe status",
             "sframe enable native", "bt", "frame 1", "info symbol $pc", "sframe status", "sframe enable python",
             "sframe disable", "bt", "sframe status"]
-    results = session(gdb, loader, program, "huge", cmds)
+    results = g.commands(program, cmds, set_args="huge")
     if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
         return
     if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
@@ -222,7 +163,7 @@ def check_corrupt(c, gdb, loader, program):
                 re.search(counter, out) is not None, out)
 
 
-def check_damaged_fde(c, gdb, loader, program):
+def check_damaged_fde(c, g, program):
     """The -badfre copy: one FDE (level_2's) points at FREs past the end of
     the section, the header and the other FDEs are sound. SFrame unwinds
     the other frames, level_2's falls back to GDB's own unwinder, the
@@ -231,7 +172,7 @@ def check_damaged_fde(c, gdb, loader, program):
     name = os.path.basename(program)
     cmds = ["run", "bt", "sframe status", "sframe enable native", "bt", "sframe status", "frame 2",
             "info symbol $pc", "sframe disable", "bt"]
-    results = session(gdb, loader, program, "huge", cmds)
+    results = g.commands(program, cmds, set_args="huge")
     if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
         return
     if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
@@ -260,31 +201,24 @@ def check_damaged_fde(c, gdb, loader, program):
     step_ok(c, label + " [native]", results[7], r"^level_1 ")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--gdb", default="gdb")
-    ap.add_argument("--loader", required=True)
-    ap.add_argument("--runs", default="host", help="host or chroot (both run the static fixtures)")
-    ap.add_argument("--only", default=None, help="only modes or programs whose label contains this")
-    args = ap.parse_args()
-    loader = os.path.abspath(args.loader)
-    c = Checker()
+def run(args, c):
+    g = H.Gdb(args.gdb, args.loader, args.timeout)
     for writer in ("gas-2.40", "gas-2.47"):
         for variant in ("O2-fp", "O2-nofp"):
             program = os.path.join(FIXTURES, writer, "hostile-%s-static" % variant)
             for mode in MODES:
                 if args.only and args.only not in "%s %s" % (program, mode):
                     continue
-                check_mode(c, args.gdb, loader, program, mode)
+                check_mode(c, g, program, mode)
         program = os.path.join(FIXTURES, writer, "hostile-O2-nofp-static-badsframe")
         if not args.only or args.only in program:
-            check_corrupt(c, args.gdb, loader, program)
+            check_corrupt(c, g, program)
         program = os.path.join(FIXTURES, writer, "hostile-O2-nofp-static-badfre")
         if not args.only or args.only in program:
-            check_damaged_fde(c, args.gdb, loader, program)
-    print("%d checks, %d failed" % (c.count, c.failed))
-    return 1 if c.failed or c.count == 0 else 0
+            check_damaged_fde(c, g, program)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ap = H.parser(__doc__, timeout=120)
+    ap.add_argument("--only", default=None, help="only modes or programs whose label contains this")
+    H.main(run, ap, ok_detail=False)
