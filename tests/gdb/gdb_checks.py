@@ -33,26 +33,30 @@ def record_stop(label, limit=64):
     s = _session()
     s.rescan()
     (sf, sstop), (cfi, cstop) = compare.walk_both(s, limit)
+    entry = _entry(s, label, sf, cfi)
+    entry.update(sframe_stop=sstop, cfi_stop=cstop)
+    RESULTS["stops"].append(entry)
+    return entry
+
+
+def _entry(s, label, sf, cfi):
+    """A stop's record: both walks, their first difference, its explanation
+    and the SFrame rows behind it: frame d's own (its CFA) and its
+    callee's (its pc, sp and fp)."""
     index = compare.first_divergence(sf, cfi)
-    # The SFrame rows behind the first difference: frame d's own (its CFA)
-    # and its callee's (its pc, sp and fp).
     rows = []
     if index is not None:
         for i in (index - 1, index):
             if 0 <= i < len(sf):
                 rows.append(_row_info(s, sf[i]))
-    entry = {
+    return {
         "label": label,
         "rows": rows,
         "sframe": _frames_json(sf),
         "cfi": _frames_json(cfi),
-        "sframe_stop": sstop,
-        "cfi_stop": cstop,
         "divergence": index,
         "explanation": compare.explain(s, sf, cfi, index) if index is not None else [],
     }
-    RESULTS["stops"].append(entry)
-    return entry
 
 
 def _row_info(s, frame):
@@ -96,22 +100,9 @@ def record_alone(label, limit=64):
     finally:
         set_dwarf_unwinders(True)
         s.set_path(saved)
-    sf, cfi = walks["sframe"][0], walks["cfi"][0]
-    index = compare.first_divergence(sf, cfi)
-    rows = []
-    if index is not None:
-        for i in (index - 1, index):
-            if 0 <= i < len(sf):
-                rows.append(_row_info(s, sf[i]))
-    entry = {
-        "label": label,
-        "sframe": _frames_json(sf), "cfi": _frames_json(cfi),
-        "native": _frames_json(walks["native"][0]), "plain": _frames_json(walks["plain"][0]),
-        "sframe_stop": walks["sframe"][1], "cfi_stop": walks["cfi"][1],
-        "divergence": index,
-        "explanation": compare.explain(s, sf, cfi, index) if index is not None else [],
-        "rows": rows,
-    }
+    entry = _entry(s, label, walks["sframe"][0], walks["cfi"][0])
+    entry.update(native=_frames_json(walks["native"][0]), plain=_frames_json(walks["plain"][0]),
+                 sframe_stop=walks["sframe"][1], cfi_stop=walks["cfi"][1])
     RESULTS["stops"].append(entry)
     return entry
 

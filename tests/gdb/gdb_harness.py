@@ -129,7 +129,7 @@ class Gdb:
         ppc64_checks; gdb_harness's run_commands) in one session: sets
         module.CHECK to `config` plus "output" (a JSON file), calls
         module.<entry>(); returns (the JSON it wrote, None) or (None, why
-        there is none)."""
+        there is none: no JSON, or the error it records)."""
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "result.json")
             config = dict(config, output=out)
@@ -143,7 +143,10 @@ class Gdb:
             if not os.path.exists(out):
                 return None, "GDB wrote no result (exit %d): %s" % (proc.returncode, proc.stderr[-2000:])
             with open(out) as f:
-                return json.load(f), None
+                result = json.load(f)
+        if result.get("error"):
+            return None, "in GDB: " + result["error"]
+        return result, None
 
     def commands(self, program, cmds, set_args=None, sfunwind="python", timeout=None):
         """Runs `cmds` one by one in one session on `program` (run_commands):
@@ -151,11 +154,7 @@ class Gdb:
         there is none (timeout, crash)."""
         result, error = self.run_module("gdb_harness", {"commands": cmds}, [program], sfunwind, set_args,
                                         timeout=timeout, entry="commands_in_gdb")
-        if error is not None:
-            return error
-        if result["error"]:
-            return "in GDB: " + result["error"]
-        return result["steps"]
+        return error if error is not None else result["steps"]
 
 
 class Results:

@@ -130,8 +130,6 @@ def run(args, res):
         for check in scenarios(entry, args.quick):
             name = "%s %s %s" % (entry["path"], check["scenario"], check.get("args", ""))
             result, error = g.run_module("gdb_checks", check, [program])
-            if error is None and result.get("error"):
-                error = "in GDB: " + result["error"]
             if error is None and not result["stops"]:
                 error = "no stop was recorded"
             if error is None and result["counters"]["frames"] == 0:

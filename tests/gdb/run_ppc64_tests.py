@@ -154,8 +154,6 @@ def run(args, res):
                 res.check(name, False, "%s not found" % qemu)
                 continue
             result, error = run_gdb(g, binary, qemu, mode)
-            if error is None and result.get("error"):
-                error = "in GDB: " + result["error"]
             if error is None and not result["stops"]:
                 error = "no stop recorded"
             if error is None and mode == "step" and "main returned" not in " ".join(result["notes"]):

@@ -15,7 +15,6 @@ so there it is left out.
 usage: run_qemu_tests.py --gdb gdb-multiarch --loader LOADER [--pac]
 Exit status 1 if any stop differs, 0 otherwise."""
 
-import os
 import shutil
 
 import gdb_harness as H
@@ -64,8 +63,6 @@ def run(args, res):
             res.check(path, False, "%s not found" % QEMU[arch])
             continue
         result, error = run_one(g, path, arch)
-        if error is None and result.get("error"):
-            error = "in GDB: " + result["error"]
         if error is None and not result["stops"]:
             error = "no stop recorded"
         if error is not None:
