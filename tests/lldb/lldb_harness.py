@@ -197,6 +197,16 @@ class Session:
             self.lldb.SBDebugger.MemoryPressureDetected()
 
 
+def use_cache(work, name, fresh=True):
+    """The plugin's debug-file cache (SFUNWIND_LLDB_CACHE) for one suite:
+    WORK/cache-NAME, emptied first unless fresh=False. Returns its path."""
+    path = os.path.join(work, "cache-" + name)
+    os.environ["SFUNWIND_LLDB_CACHE"] = path
+    if fresh:
+        shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
 def quote(path):
     """A path as one word of an LLDB command."""
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'

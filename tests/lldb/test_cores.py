@@ -171,8 +171,7 @@ def check_core(plain, res, plugin_path, work, label, cfi_path, noeh_path, stripp
 
 
 def run(args, work, res):
-    os.environ["SFUNWIND_LLDB_CACHE"] = os.path.join(work, "cache-cores")
-    shutil.rmtree(os.environ["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
+    H.use_cache(work, "cores")
     plain = H.Session(None, work)
     cases = [("gas-2.40/recurse", H.fixture("gas-2.40", "recurse-O2-nofp"), H.fixture("gas-2.40", "recurse-O2-nofp-noeh"))]
     for writer in ("gas-2.40", "gas-2.44", "gas-2.47", "clang-23"):

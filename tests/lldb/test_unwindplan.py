@@ -682,8 +682,7 @@ def check_own_dwarf(plain, s, res, work):
 
 
 def run(args, work, res):
-    os.environ["SFUNWIND_LLDB_CACHE"] = os.path.join(work, "cache-unwindplan")
-    shutil.rmtree(os.environ["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
+    H.use_cache(work, "unwindplan")
     plain = H.Session(None, work)
     s = H.Session(args.plugin, work)
     print("LLDB: " + s.version)
