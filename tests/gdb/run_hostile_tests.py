@@ -55,6 +55,17 @@ def names(rows):
     return [pc if fn == "??" else fn for _, pc, fn in rows]
 
 
+def session(c, g, label, program, args, cmds):
+    """Runs cmds in one GDB on program (`set args` args); their results, or
+    None when the session failed or did not run every command (checked)."""
+    results = g.commands(program, cmds, set_args=args)
+    if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
+        return None
+    if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
+        return None
+    return results
+
+
 def step_ok(c, label, r, want=None):
     cmd, out, err, secs = r
     ok = err is None and secs < MAX_SECONDS and (want is None or re.search(want, out, re.S | re.M) is not None)
@@ -71,10 +82,8 @@ def check_mode(c, g, program, mode):
     for path in ("python", "native"):
         cmds += ["sframe enable " + path] + PATH_STEPS
     cmds += ["sframe disable", "bt", "info registers rip"]
-    results = g.commands(program, cmds, set_args=mode)
-    if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
-        return
-    if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
+    results = session(c, g, label, program, mode, cmds)
+    if results is None:
         return
     signo, where = results[1], results[2]
     c.check("%s: stopped by SIGTRAP in hostile_leaf" % label,
@@ -130,30 +139,35 @@ def check_mode(c, g, program, mode):
     step_ok(c, label + " [off]", results[-1], r"rip +0x[0-9a-f]+")
 
 
+def own_walks(c, label, results, alone, walks):
+    """GDB alone (the bt of results[alone]) unwinds to main, and the bt of
+    each (index, path) in walks is that walk. Returns GDB alone's frames."""
+    reference = frames(results[alone][1])
+    c.check("%s: GDB alone unwinds to main" % label,
+            names(reference) == ["hostile_leaf", "level_2", "level_1", "main"], str(names(reference)))
+    for idx, path in walks:
+        cmd, out, err, secs = results[idx]
+        c.check("%s [%s]: bt is GDB's own walk" % (label, path), err is None and frames(out) == reference,
+                "%s %s" % (err, names(frames(out))))
+    return reference
+
+
 def check_corrupt(c, g, program):
     label = os.path.relpath(program, FIXTURES)
     name = os.path.basename(program)
     cmds = ["sframe status", "run", "sframe status", "bt", "bt", "sframe status",
             "sframe enable native", "bt", "frame 1", "info symbol $pc", "sframe status", "sframe enable python",
             "sframe disable", "bt", "sframe status"]
-    results = g.commands(program, cmds, set_args="huge")
-    if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
+    results = session(c, g, label, program, "huge", cmds)
+    if results is None:
         return
-    if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
-        return
-    reference = frames(results[13][1])
-    c.check("%s: GDB alone unwinds to main" % label,
-            names(reference) == ["hostile_leaf", "level_2", "level_1", "main"], str(names(reference)))
+    own_walks(c, label, results, 13, ((3, "python"), (4, "python"), (7, "native")))
     for idx in (0, 2, 5, 10, 14):
         cmd, out, err, _ = results[idx]
         n = len(re.findall(r"^ *\S*%s: SFrame not usable: .*65536 FDEs" % re.escape(name), out, re.M))
         mentions = len([line for line in out.splitlines() if name in line])
         c.check("%s: `sframe status` #%d reports the corrupt .sframe once (%d)" % (label, idx, n),
                 err is None and n == 1 and mentions == 1, err or out)
-    for idx, path in ((3, "python"), (4, "python"), (7, "native")):
-        cmd, out, err, secs = results[idx]
-        c.check("%s [%s]: bt is GDB's own walk" % (label, path), err is None and frames(out) == reference,
-                "%s %s" % (err, names(frames(out))))
     step_ok(c, label + " [native]", results[8])
     step_ok(c, label + " [native]", results[9], r"^level_2 ")
     for idx, path in ((5, "python"), (10, "native")):
@@ -172,18 +186,10 @@ def check_damaged_fde(c, g, program):
     name = os.path.basename(program)
     cmds = ["run", "bt", "sframe status", "sframe enable native", "bt", "sframe status", "frame 2",
             "info symbol $pc", "sframe disable", "bt"]
-    results = g.commands(program, cmds, set_args="huge")
-    if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
+    results = session(c, g, label, program, "huge", cmds)
+    if results is None:
         return
-    if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
-        return
-    reference = frames(results[9][1])
-    c.check("%s: GDB alone unwinds to main" % label,
-            names(reference) == ["hostile_leaf", "level_2", "level_1", "main"], str(names(reference)))
-    for idx, path in ((1, "python"), (4, "native")):
-        cmd, out, err, secs = results[idx]
-        c.check("%s [%s]: bt is GDB's own walk" % (label, path), err is None and frames(out) == reference,
-                "%s %s" % (err, names(frames(out))))
+    reference = own_walks(c, label, results, 9, ((1, "python"), (4, "native")))
     # hostile_leaf, level_1 and main by SFrame; level_2's FDE fails.
     for idx, counter in ((2, r"python path: 3 frames unwound, \d+ ended the stack, 1 failures"),
                          (5, r"native path [^:]*: 3 frames unwound, 1 declined, 1 failures")):
