@@ -178,6 +178,16 @@ def caller_frames_off_plan(cov, plans, skip=(), allowed=("DWARF CFI",)):
     return want, {k: plans.get(k) for k in want if plans.get(k) not in allowed}
 
 
+def caller_plans(s, thread, log):
+    """At a stop, LLDB's unwind log (`log`) stopped: (the frames' function
+    names, the caller frames with an SFrame FDE, those of them whose plan
+    was not 'DWARF CFI': frame -> plan)."""
+    frames = H.frames_of(thread)
+    s.cmd("log disable lldb unwind")
+    want, wrong = caller_frames_off_plan(covered(s, thread, frames), plans_from_log(log))
+    return [f.function for f in frames], want, wrong
+
+
 # How the command flow names `target create` for some programs: its alias,
 # and options before the program (the plugin reads the program's path past them).
 CREATE_COMMANDS = {
@@ -340,15 +350,11 @@ def check_sb_hint(args, res, work, program_dir, name):
     target = s.create(prog)
     try:
         _, thread = stop_at_trap(s, target, [])
-        frames = H.frames_of(thread)
-        s.cmd("log disable lldb unwind")
+        _, _, stale = caller_plans(s, thread, log)
         err_file.flush()
         with open(err_path) as f:
             text = f.read()
         hint = [l for l in text.splitlines() if "hint:" in l and (name + ":") in l]
-        cov = covered(s, thread, frames)
-        plans = plans_from_log(log)
-        stale = {k: plans.get(k) for k in sorted(cov) if k >= 1 and plans.get(k) != "DWARF CFI"}
         if s.major < 23:
             res.check("SB API, no command, LLDB %d: the stop hook prints the hint" % s.major,
                       len(hint) == 1 and "sframe cover" in hint[0] and "CreateTarget" in hint[0], repr(text))
@@ -410,15 +416,10 @@ def check_attach(args, res, work):
         if not res.check("attach: process attach", ok and target.GetProcess().IsValid(), err):
             return
         thread = target.GetProcess().GetSelectedThread()
-        frames = H.frames_of(thread)
-        s.cmd("log disable lldb unwind")
-        names = [n for (n, _, _, _) in frames]
+        names, want, wrong = caller_plans(s, thread, log)
         chain = ["wait_here", "level_b", "level_a", "main"]
         at = names.index("wait_here") if "wait_here" in names else -1
         res.check("attach: LLDB's bt has the program's frames", at >= 0 and names[at:at + 4] == chain, repr(names))
-        cov = covered(s, thread, frames)
-        plans = plans_from_log(log)
-        want, wrong = caller_frames_off_plan(cov, plans)
         res.check("attach: LLDB used 'DWARF CFI' for the %d caller frames with an FDE" % len(want),
                   len(want) >= 3 and not wrong, "frame -> plan: %s" % wrong)
         st = s.json_cmd("sframe status --json")
@@ -530,14 +531,9 @@ def check_dlopen(args, res, work):
     try:
         ok, out, err = s.cmd("process launch -w " + H.quote(d), target)
         thread = target.GetProcess().GetSelectedThread()
-        frames = H.frames_of(thread)
-        s.cmd("log disable lldb unwind")
-        names = [n for (n, _, _, _) in frames]
+        names, want, wrong = caller_plans(s, thread, log)
         res.check("dlopen: LLDB's bt from the library to main",
                   names[:5] == ["lib_leaf", "lib_mid", "lib_entry", "call_it", "main"], repr(names))
-        cov = covered(s, thread, frames)
-        plans = plans_from_log(log)
-        want, wrong = caller_frames_off_plan(cov, plans)
         res.check("dlopen: LLDB used 'DWARF CFI' for the %d caller frames with an FDE" % len(want),
                   len(want) >= 4 and not wrong, "frame -> plan: %s" % wrong)
         st = s.json_cmd("sframe status --json")
@@ -576,6 +572,26 @@ def check_stripped(plain, s, res, work, label, cfi_path, noeh_path, args):
     check_program(plain, s, res, work, label + " stripped", cfi_path, bare, args, os.path.basename(bare))
 
 
+def level_2_buf(thread, index):
+    """The 64 bytes of level_2's `buf`, level_2 being frame `index`."""
+    f = thread.GetFrameAtIndex(index)
+    return [f.FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned() for k in range(64)]
+
+
+def level_2_reference(plain, g):
+    """The -g program `g` as built, at its trap in plain LLDB: (frame names,
+    level_2's buf, level_2's n)."""
+    target = plain.create(g)
+    try:
+        _, thread = stop_at_trap(plain, target, [])
+        frames = H.frames_of(thread)
+        lvl2 = next(i for (n, _, _, i) in frames if n == "level_2")
+        return ([n for (n, _, _, _) in frames], level_2_buf(thread, lvl2),
+                thread.GetFrameAtIndex(lvl2).FindVariable("n").GetValue())
+    finally:
+        plain.delete(target)
+
+
 def check_split_debug(plain, s, res, work):
     """A -g program stripped of its DWARF and CFI, its DWARF in a separate
     debug file LLDB finds by build-id: frame variable in upper frames."""
@@ -588,17 +604,7 @@ def check_split_debug(plain, s, res, work):
     prog = os.path.join(work, "recurse-O2-nofp-g-split")
     subprocess.check_call(["objcopy", "--strip-debug", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr",
                            "--remove-section=.debug_frame", g, prog])
-    # The reference: the -g program as built.
-    target = plain.create(g)
-    try:
-        _, thread = stop_at_trap(plain, target, [])
-        ref_names = [n for (n, _, _, _) in H.frames_of(thread)]
-        lvl2 = next(i for (n, _, _, i) in H.frames_of(thread) if n == "level_2")
-        ref_buf = [thread.GetFrameAtIndex(lvl2).FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned()
-                   for k in range(64)]
-        ref_n = thread.GetFrameAtIndex(lvl2).FindVariable("n").GetValue()
-    finally:
-        plain.delete(target)
+    ref_names, ref_buf, ref_n = level_2_reference(plain, g)
     s.cmd("settings append target.debug-file-search-paths " + sysdebug)
     shutil.rmtree(os.path.join(work, "cache-split"), ignore_errors=True)
     s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-split"))
@@ -618,11 +624,10 @@ def check_split_debug(plain, s, res, work):
         lvl2 = next((i for (n, _, _, i) in frames if n == "level_2"), None)
         if not res.check("split -g: level_2 is on the stack", lvl2 is not None, repr(names)):
             return
-        f = thread.GetFrameAtIndex(lvl2)
-        buf = [f.FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned() for k in range(64)]
+        buf = level_2_buf(thread, lvl2)
         res.check("split -g: frame variable buf in level_2 (frame %d)" % lvl2, buf == ref_buf and any(buf),
                   "%s vs %s" % (buf[:8], ref_buf[:8]))
-        n = f.FindVariable("n")
+        n = thread.GetFrameAtIndex(lvl2).FindVariable("n")
         res.check("split -g: n in level_2 is the CFI build's value or unavailable, never another",
                   n.GetValue() in (None, ref_n), "n = %r, reference %r" % (n.GetValue(), ref_n))
         st = s.json_cmd("sframe status --json")
@@ -642,15 +647,7 @@ def check_own_dwarf(plain, s, res, work):
     subprocess.check_call(["objcopy", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr",
                            "--remove-section=.debug_frame", g, prog])
     major = int(re.search(r"version (\d+)", s.version).group(1))
-    target = plain.create(g)
-    try:
-        _, thread = stop_at_trap(plain, target, [])
-        ref_names = [n for (n, _, _, _) in H.frames_of(thread)]
-        lvl2 = next(i for (n, _, _, i) in H.frames_of(thread) if n == "level_2")
-        ref_buf = [thread.GetFrameAtIndex(lvl2).FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned()
-                   for k in range(64)]
-    finally:
-        plain.delete(target)
+    ref_names, ref_buf, _ = level_2_reference(plain, g)
     shutil.rmtree(os.path.join(work, "cache-own-dwarf"), ignore_errors=True)
     s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-own-dwarf"))
     target = s.create(prog)
@@ -673,8 +670,7 @@ def check_own_dwarf(plain, s, res, work):
         res.check("own DWARF, LLDB %d: bt names the CFI build's frames" % major, names[:upto] == ref_names[:upto],
                   "%s vs %s" % (names, ref_names))
         lvl2 = next((i for (n, _, _, i) in frames if n == "level_2"), None)
-        buf = [thread.GetFrameAtIndex(lvl2).FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned()
-               for k in range(64)] if lvl2 is not None else []
+        buf = level_2_buf(thread, lvl2) if lvl2 is not None else []
         res.check("own DWARF, LLDB %d: frame variable buf in level_2" % major, buf == ref_buf and any(buf),
                   "%s vs %s" % (buf[:8], ref_buf[:8]))
     finally:
