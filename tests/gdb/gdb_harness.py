@@ -106,7 +106,7 @@ class Gdb:
             lines.append("set args %s" % set_args)
         return "\n".join(lines + list(commands)) + "\n"
 
-    def run(self, commands, args=(), sfunwind="python", set_args=None, cwd=None, timeout=None, stdout=None):
+    def run(self, commands, args=(), sfunwind="python", set_args=None, timeout=None, stdout=None):
         """Runs one session over `args` (program [core]); returns (the
         finished process, None), or (None, why) when it timed out.
         stdout: subprocess.PIPE (default) or DEVNULL."""
@@ -116,15 +116,14 @@ class Gdb:
             with open(script, "w") as f:
                 f.write(self.script(commands, sfunwind, set_args))
             try:
-                proc = subprocess.run([self.gdb, "-nx", "-q", "-batch", "-x", script] + list(args), cwd=cwd,
+                proc = subprocess.run([self.gdb, "-nx", "-q", "-batch", "-x", script] + list(args),
                                       stdout=subprocess.PIPE if stdout is None else stdout, stderr=subprocess.PIPE,
                                       text=True, timeout=timeout, stdin=subprocess.DEVNULL)
             except subprocess.TimeoutExpired:
                 return None, "GDB timed out after %d s" % timeout
         return proc, None
 
-    def run_module(self, module, config, args=(), sfunwind="python", set_args=None, cwd=None, timeout=None,
-                   entry="main"):
+    def run_module(self, module, config, args=(), sfunwind="python", set_args=None, timeout=None, entry="main"):
         """Runs the in-GDB module `module` (gdb_checks, gdb_record,
         ppc64_checks; gdb_harness's run_commands) in one session: sets
         module.CHECK to `config` plus "output" (a JSON file), calls
@@ -137,7 +136,7 @@ class Gdb:
                         "python import json, {0}; {0}.CHECK = json.loads(%r); {0}.{1}()".format(module, entry)
                         % json.dumps(config),
                         "kill"]
-            proc, error = self.run(commands, args, sfunwind, set_args, cwd, timeout)
+            proc, error = self.run(commands, args, sfunwind, set_args, timeout)
             if error is not None:
                 return None, error
             if not os.path.exists(out):
@@ -161,10 +160,9 @@ class Results:
     """Checks and counters of one suite. A check prints "ok   NAME: DETAIL"
     (the detail only with ok_detail) or "FAIL NAME: DETAIL"."""
 
-    def __init__(self, verbose=False, ok_detail=True):
+    def __init__(self, ok_detail=True):
         self.passed = 0
         self.failed = 0
-        self.verbose = verbose
         self.ok_detail = ok_detail
         self.failures = []
         self.stats = {}
@@ -192,7 +190,7 @@ def main(run, ap, ok_detail=True):
     failed (T s)" and exits 1 when a check failed, when nothing was checked,
     or when run() raised (the test's own crash is a failure, not a skip)."""
     args = ap.parse_args()
-    res = Results(getattr(args, "verbose", False), ok_detail)
+    res = Results(ok_detail)
     t0 = time.time()
     try:
         run(args, res)
