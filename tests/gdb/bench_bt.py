@@ -15,7 +15,6 @@ usage: bench_bt.py --gdb gdb --loader build/default/gdb-python/sfunwind.py
 Exit status 0 when the measurements completed (the targets are reported,
 not enforced: timings depend on the machine)."""
 
-import argparse
 import json
 import os
 import statistics
@@ -23,16 +22,15 @@ import subprocess
 import sys
 import tempfile
 
+import gdb_harness as H
+
 MODES = ("dwarf", "python", "native")
 SWITCH = {"dwarf": "sframe disable", "python": "sframe enable python", "native": "sframe enable native"}
 
 
-def command_file(loader, rounds, out_json):
+def commands(rounds, out_json):
+    """The session after the preamble and the loader (gdb_harness.Gdb)."""
     lines = [
-        "set pagination off",
-        "set confirm off",
-        "set width 0",
-        "source %s" % loader,
         "run",
         "python import time, json",
         "python T = {}",
@@ -68,32 +66,27 @@ def command_file(loader, rounds, out_json):
         ]
     lines.append("python open(%r, 'w').write(json.dumps({'times': T, 'frames': F, 'unwound': U}))" % out_json)
     lines.append("kill")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gdb", default="gdb")
-    ap.add_argument("--loader", required=True)
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("--program", default=os.path.join(here, "..", "fixtures", "bin", "gas-2.40",
-                                                       "deep10000-O2-nofp"))
+    ap = H.parser(__doc__, runs=False, timeout=1800)
+    ap.add_argument("--program", default=H.fixture("bin", "gas-2.40", "deep10000-O2-nofp"))
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json")
     args = ap.parse_args()
+    g = H.Gdb(args.gdb, args.loader, args.timeout)
+    version = g.version()
     with tempfile.TemporaryDirectory() as tmp:
         out_json = os.path.join(tmp, "times.json")
-        script = os.path.join(tmp, "bench.gdb")
-        with open(script, "w") as f:
-            f.write(command_file(os.path.abspath(args.loader), args.rounds, out_json))
-        version = subprocess.run([args.gdb, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-        proc = subprocess.run([args.gdb, "-nx", "-q", "-batch", "-x", script, os.path.abspath(args.program)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=1800)
-        if not os.path.exists(out_json):
-            sys.stderr.write(proc.stderr)
+        proc, error = g.run(commands(args.rounds, out_json), [os.path.abspath(args.program)],
+                            stdout=subprocess.DEVNULL)
+        if error is not None or not os.path.exists(out_json):
+            sys.stderr.write(error or proc.stderr)
             print("FAIL: GDB did not finish the benchmark")
             return 1
-        data = json.load(open(out_json))
+        with open(out_json) as f:
+            data = json.load(f)
     times, frames = data["times"], data["frames"]
     med = {m: statistics.median(times[m]) for m in MODES}
     print("%s, %s, %d rounds" % (version, os.path.relpath(args.program), args.rounds))

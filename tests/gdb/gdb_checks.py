@@ -1,22 +1,22 @@
 # SPDX-License-Identifier: MIT
-"""Checks that run inside GDB (loaded by run_gdb_tests.py with `source`).
+"""Checks that run inside GDB (run by run_gdb_tests.py and run_qemu_tests.py
+through gdb_harness.Gdb.run_module).
 
 Each scenario drives one fixture program to one or many stops and, at each,
 walks the stack twice: with sfunwind (SFrame) and with GDB's own DWARF CFI
 unwinder (sfunwind_gdb.compare.walk_both), then records both walks. The
 driver decides what passes; this file only observes and writes JSON.
 
-Configuration comes from the GDB convenience-free global CHECK (a dict) set
-by the driver's command file: scenario, args, output path, options."""
-
-import json
-import traceback
+Configuration: the global CHECK (a dict) set by the driver's session:
+scenario, args, setup, output path, options."""
 
 import gdb
 
+import gdb_harness
 import sfunwind_gdb
 from sfunwind_gdb import compare
 
+CHECK = {}
 RESULTS = {"stops": [], "notes": [], "error": None}
 
 
@@ -33,26 +33,30 @@ def record_stop(label, limit=64):
     s = _session()
     s.rescan()
     (sf, sstop), (cfi, cstop) = compare.walk_both(s, limit)
+    entry = _entry(s, label, sf, cfi)
+    entry.update(sframe_stop=sstop, cfi_stop=cstop)
+    RESULTS["stops"].append(entry)
+    return entry
+
+
+def _entry(s, label, sf, cfi):
+    """A stop's record: both walks, their first difference, its explanation
+    and the SFrame rows behind it: frame d's own (its CFA) and its
+    callee's (its pc, sp and fp)."""
     index = compare.first_divergence(sf, cfi)
-    # The SFrame rows behind the first difference: frame d's own (its CFA)
-    # and its callee's (its pc, sp and fp).
     rows = []
     if index is not None:
         for i in (index - 1, index):
             if 0 <= i < len(sf):
                 rows.append(_row_info(s, sf[i]))
-    entry = {
+    return {
         "label": label,
         "rows": rows,
         "sframe": _frames_json(sf),
         "cfi": _frames_json(cfi),
-        "sframe_stop": sstop,
-        "cfi_stop": cstop,
         "divergence": index,
         "explanation": compare.explain(s, sf, cfi, index) if index is not None else [],
     }
-    RESULTS["stops"].append(entry)
-    return entry
 
 
 def _row_info(s, frame):
@@ -96,22 +100,9 @@ def record_alone(label, limit=64):
     finally:
         set_dwarf_unwinders(True)
         s.set_path(saved)
-    sf, cfi = walks["sframe"][0], walks["cfi"][0]
-    index = compare.first_divergence(sf, cfi)
-    rows = []
-    if index is not None:
-        for i in (index - 1, index):
-            if 0 <= i < len(sf):
-                rows.append(_row_info(s, sf[i]))
-    entry = {
-        "label": label,
-        "sframe": _frames_json(sf), "cfi": _frames_json(cfi),
-        "native": _frames_json(walks["native"][0]), "plain": _frames_json(walks["plain"][0]),
-        "sframe_stop": walks["sframe"][1], "cfi_stop": walks["cfi"][1],
-        "divergence": index,
-        "explanation": compare.explain(s, sf, cfi, index) if index is not None else [],
-        "rows": rows,
-    }
+    entry = _entry(s, label, walks["sframe"][0], walks["cfi"][0])
+    entry.update(native=_frames_json(walks["native"][0]), plain=_frames_json(walks["plain"][0]),
+                 sframe_stop=walks["sframe"][1], cfi_stop=walks["cfi"][1])
     RESULTS["stops"].append(entry)
     return entry
 
@@ -217,16 +208,8 @@ SCENARIOS = {
 
 
 def main():
-    try:
-        gdb.execute("set pagination off")
-        gdb.execute("set confirm off")
-        for cmd in CHECK.get("setup", []):
-            gdb.execute(cmd, to_string=True)
-        SCENARIOS[CHECK["scenario"]]()
-    except Exception as e:  # noqa: BLE001 -- reported to the driver
-        RESULTS["error"] = "%s\n%s" % (e, traceback.format_exc())
-    s = _session()
-    RESULTS["counters"] = {"frames": s.engine.counters.frames, "failures": s.engine.counters.failures,
-                           "last_failure": s.engine.counters.last_failure}
-    with open(CHECK["output"], "w") as f:
-        json.dump(RESULTS, f)
+    def counters(results):
+        c = _session().engine.counters
+        results["counters"] = {"frames": c.frames, "failures": c.failures, "last_failure": c.last_failure}
+
+    gdb_harness.inside(CHECK, lambda results: SCENARIOS[CHECK["scenario"]](), RESULTS, counters)

@@ -4,15 +4,15 @@ to its stop, records the backtrace as GDB shows it, and optionally probes
 upper frames (info frame, up, a variable, finish) and writes a core file.
 Needs nothing from sfunwind: the driver decides whether sfunwind is loaded.
 
-Configuration: RECORD (a dict) set by the driver before main()."""
+Configuration: CHECK (a dict) set by the driver's session before main()."""
 
-import json
 import re
-import traceback
 
 import gdb
 
-RECORD = {}
+import gdb_harness
+
+CHECK = {}
 _FRAME_AT = re.compile(r"frame at (0x[0-9a-fA-F]+)")
 _FRAME_ID_STACK = re.compile(r"stack=(0x[0-9a-fA-F]+)")
 _SP = {"aarch64": "sp", "s390:64-bit": "r15"}
@@ -53,7 +53,7 @@ def frames(limit):
         entry = {"level": frame.level(), "pc": frame.pc(), "function": frame.name(),
                  "sp": _reg(frame, sp_name), "fp": _reg(frame, fp_name) if exact else None,
                  "cfa": _frame_id_cfa(frame) if exact else None}
-        if RECORD.get("rows") and len(out) < 64:
+        if CHECK.get("rows") and len(out) < 64:
             # The SFrame row used to unwind this frame (sfunwind loaded).
             pc = entry["pc"] if entry["level"] == 0 else entry["pc"] - 1
             try:
@@ -121,25 +121,19 @@ def finish_from(level):
     return {"pc": f.pc(), "function": f.name(), "sp": _reg(f, _SP.get(arch, "rsp"))}
 
 
+def record(out):
+    if CHECK.get("run") is not None:
+        gdb.execute("run %s" % CHECK["run"], to_string=True)
+    out["frames"], out["stop"] = frames(CHECK.get("limit", 64))
+    if CHECK.get("core"):
+        gdb.execute("gcore %s" % CHECK["core"], to_string=True)
+    if CHECK.get("variable"):
+        out["variable"] = probe_variable(*CHECK["variable"])
+    if CHECK.get("upper") is not None:
+        out["upper"] = probe_upper(CHECK["upper"])
+    if CHECK.get("finish") is not None:
+        out["finish"] = finish_from(CHECK["finish"])
+
+
 def main():
-    out = {"error": None}
-    try:
-        gdb.execute("set pagination off")
-        gdb.execute("set confirm off")
-        for cmd in RECORD.get("setup", []):
-            gdb.execute(cmd, to_string=True)
-        if RECORD.get("run") is not None:
-            gdb.execute("run %s" % RECORD["run"], to_string=True)
-        out["frames"], out["stop"] = frames(RECORD.get("limit", 64))
-        if RECORD.get("core"):
-            gdb.execute("gcore %s" % RECORD["core"], to_string=True)
-        if RECORD.get("variable"):
-            out["variable"] = probe_variable(*RECORD["variable"])
-        if RECORD.get("upper") is not None:
-            out["upper"] = probe_upper(RECORD["upper"])
-        if RECORD.get("finish") is not None:
-            out["finish"] = finish_from(RECORD["finish"])
-    except Exception as e:  # noqa: BLE001 -- reported to the driver
-        out["error"] = "%s\n%s" % (e, traceback.format_exc())
-    with open(RECORD["output"], "w") as f:
-        json.dump(out, f)
+    gdb_harness.inside(CHECK, record, {})

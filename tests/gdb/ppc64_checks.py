@@ -22,11 +22,9 @@ until main has returned. Nothing is judged here: the driver compares.
 Configuration: CHECK (a dict) set before main(): binary, remote, mode,
 output, limit, max_steps."""
 
-import json
-import traceback
-
 import gdb
 
+import gdb_harness
 import sfunwind_gdb
 from sfunwind_gdb import compare
 from gdb_checks import set_dwarf_unwinders
@@ -128,22 +126,17 @@ def run_step(results):
     results["notes"].append("step limit reached")
 
 
+def _run(results):
+    # The whole stack, through __libc_start_main to the PC 0 that
+    # _start left in the LR save slot.
+    gdb.execute("set backtrace past-main on")
+    gdb.execute("set backtrace past-entry on")
+    gdb.execute("file %s" % CHECK["binary"], to_string=True)
+    gdb.execute("target remote %s" % CHECK["remote"], to_string=True)
+    _session().rescan()
+    {"segv": run_segv, "step": run_step}[CHECK["mode"]](results)
+
+
 def main():
-    results = {"stops": [], "notes": [], "error": None}
-    try:
-        gdb.execute("set pagination off")
-        gdb.execute("set confirm off")
-        gdb.execute("set width 0")
-        # The whole stack, through __libc_start_main to the PC 0 that
-        # _start left in the LR save slot.
-        gdb.execute("set backtrace past-main on")
-        gdb.execute("set backtrace past-entry on")
-        gdb.execute("file %s" % CHECK["binary"], to_string=True)
-        gdb.execute("target remote %s" % CHECK["remote"], to_string=True)
-        _session().rescan()
-        {"segv": run_segv, "step": run_step}[CHECK["mode"]](results)
-    except Exception as e:  # noqa: BLE001 -- reported to the driver
-        results["error"] = "%s\n%s" % (e, traceback.format_exc())
-    results["counters"] = _counters()
-    with open(CHECK["output"], "w") as f:
-        json.dump(results, f)
+    gdb_harness.inside(CHECK, _run, {"stops": [], "notes": []},
+                       lambda results: results.update(counters=_counters()))

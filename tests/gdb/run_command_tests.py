@@ -9,16 +9,9 @@ Each step runs one GDB command and matches its output against a regular
 expression. usage: run_command_tests.py --gdb GDB --loader LOADER --runs host
 Exit status 1 if any step's output did not match."""
 
-import argparse
-import json
-import os
 import re
-import subprocess
-import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures", "bin"))
+import gdb_harness as H
 
 # (program, arguments, [(command, regex the output must match, regex it must not match)])
 PLT_STEPS = [
@@ -66,39 +59,14 @@ MUST_FAIL = {"sframe row 0": r"no module with SFrame covers 0x0",
              "sframe enable bogus": r"expected python or native"}
 
 
-def run(gdb, loader, program, args, steps):
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "out.json")
-        cmds = [s[0] for s in steps]
-        script = os.path.join(tmp, "cmds.gdb")
-        with open(script, "w") as f:
-            f.write("set pagination off\nset confirm off\nset width 0\nsource %s\n" % loader)
-            f.write("set args %s\n" % args)
-            f.write("python\nimport json\nres = []\nfor c in %r:\n"
-                    "    try:\n        res.append([c, gdb.execute(c, to_string=True), None])\n"
-                    "    except gdb.error as e:\n        res.append([c, '', str(e)])\n"
-                    "json.dump(res, open(%r, 'w'))\nend\nkill\n" % (cmds, out))
-        subprocess.run([gdb, "-nx", "-q", "-batch", "-x", script, program], capture_output=True, text=True,
-                       timeout=600, stdin=subprocess.DEVNULL)
-        if not os.path.exists(out):
-            return None
-        with open(out) as f:
-            return json.load(f)
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--gdb", default="gdb")
-    ap.add_argument("--loader", required=True)
-    ap.add_argument("--runs", default="host")
-    args = ap.parse_args()
-    program = os.path.join(FIXTURES, "gas-2.40" if args.runs == "host" else "gas-2.47", "plt-O2-nofp", "plt")
-    results = run(args.gdb, os.path.abspath(args.loader), program, "trap", PLT_STEPS)
-    if results is None:
-        print("FAIL: GDB produced no results")
-        return 1
-    failed = 0
-    for (cmd, want, unwanted), (_, output, error) in zip(PLT_STEPS, results):
+def run(args, res):
+    g = H.Gdb(args.gdb, args.loader, args.timeout)
+    program = H.fixture("bin", "gas-2.40" if args.runs == "host" else "gas-2.47", "plt-O2-nofp", "plt")
+    results = g.commands(program, [s[0] for s in PLT_STEPS], set_args="trap")
+    if isinstance(results, str):
+        res.check("GDB ran the steps", False, results)
+        return
+    for (cmd, want, unwanted), (_, output, error, _) in zip(PLT_STEPS, results):
         if cmd in MUST_FAIL:
             ok = error is not None and re.search(MUST_FAIL[cmd], error) is not None
             detail = "error: %s" % error
@@ -106,11 +74,11 @@ def main():
             ok = error is None and (want is None or re.search(want, output, re.S | re.M) is not None) and \
                 (unwanted is None or re.search(unwanted, output) is None)
             detail = error if error else output.strip().replace("\n", " | ")[:160]
-        print("%s %-24s %s" % ("ok  " if ok else "FAIL", cmd, detail))
-        failed += not ok
-    print("%d steps, %d failed" % (len(PLT_STEPS), failed))
-    return 1 if failed else 0
+        res.check(cmd, ok, detail)
+    if len(results) != len(PLT_STEPS):
+        res.check("every step ran", False, "%d of %d" % (len(results), len(PLT_STEPS)))
+    print("%d steps, %d failed" % (len(PLT_STEPS), res.failed))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    H.main(run, H.parser(__doc__))

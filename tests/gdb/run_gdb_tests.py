@@ -18,19 +18,12 @@ it matches a known SFrame limit (KNOWN_LIMITS), which is then named.
 
 usage: run_gdb_tests.py --gdb GDB --loader BUILD/gdb-python/sfunwind.py
                         --runs host|chroot [--writer W ...] [--quick]
-Exit status: 0 when every stop passed, 1 otherwise."""
+One line per program and scenario, the totals, then "N passed, M failed"
+(gdb_harness). Exit status: 0 when every stop passed, 1 otherwise."""
 
-import argparse
-import json
 import os
-import subprocess
-import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "common"))
-from fixtures import manifest, runs_here  # noqa: E402
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
+import gdb_harness as H
 
 RECURSE_FUNCS = ["fixture_leaf", "recurse", "level_3", "level_2", "level_1"]
 
@@ -130,68 +123,19 @@ def evaluate(stop):
     return compared, from_sframe, equal, equal_sframe, failure
 
 
-def run_gdb(gdb, loader, program, check, timeout, checker="gdb_checks"):
-    """Runs GDB with sfunwind loaded and the `checker` module (gdb_checks,
-    or ppc64_checks) on `program` (None: the checker connects to a remote
-    target); returns (the checker's JSON result, None) or (None, error)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "result.json")
-        check = dict(check, output=out)
-        script = os.path.join(tmp, "check.gdb")
-        with open(script, "w") as f:
-            f.write("set pagination off\nset confirm off\n")
-            f.write("source %s\n" % loader)
-            f.write("python import sys; sys.path.insert(0, %r)\n" % HERE)
-            f.write("python import json, {0}; {0}.CHECK = json.loads(%r); {0}.main()\n".format(checker)
-                    % json.dumps(check))
-            f.write("kill\n")
-        try:
-            proc = subprocess.run([gdb, "-nx", "-q", "-batch", "-x", script] + ([program] if program else []),
-                                  capture_output=True,
-                                  text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return None, "GDB timed out after %d s" % timeout
-        if not os.path.exists(out):
-            return None, "GDB wrote no result (exit %d): %s" % (proc.returncode, proc.stderr[-2000:])
-        with open(out) as f:
-            return json.load(f), None
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gdb", default="gdb")
-    ap.add_argument("--loader", required=True)
-    ap.add_argument("--runs", choices=("host", "chroot"), default="host")
-    ap.add_argument("--writer", action="append", help="only these writers (default: all)")
-    ap.add_argument("--program", action="append", help="only programs whose path contains this")
-    ap.add_argument("--quick", action="store_true", help="no stepi sweeps")
-    ap.add_argument("--timeout", type=int, default=600)
-    ap.add_argument("--verbose", action="store_true")
-    args = ap.parse_args()
-    loader = os.path.abspath(args.loader)
-
-    totals = {"stops": 0, "frames": 0, "from_sframe": 0, "equal": 0, "equal_sframe": 0}
-    failures = []
-    for entry in manifest():
-        if not runs_here(entry, args.runs):
-            continue
-        if args.writer and entry["writer"] not in args.writer:
-            continue
-        if args.program and not any(p in entry["path"] for p in args.program):
-            continue
-        program = os.path.join(FIXTURES, entry["path"])
+def run(args, res):
+    g = H.Gdb(args.gdb, args.loader, args.timeout)
+    for entry in H.select(args):
+        program = H.fixture(entry["path"])
         for check in scenarios(entry, args.quick):
             name = "%s %s %s" % (entry["path"], check["scenario"], check.get("args", ""))
-            result, error = run_gdb(args.gdb, loader, program, check, args.timeout)
-            if error is None and result.get("error"):
-                error = "in GDB: " + result["error"]
+            result, error = g.run_module("gdb_checks", check, [program])
             if error is None and not result["stops"]:
                 error = "no stop was recorded"
             if error is None and result["counters"]["frames"] == 0:
                 error = "the SFrame walk never used SFrame"
             if error is not None:
-                failures.append("%s: %s" % (name, error))
-                print("FAIL %s: %s" % (name, error))
+                res.check(name, False, error)
                 continue
             stats = [0, 0, 0, 0]
             bad = []
@@ -204,32 +148,24 @@ def main():
                     bad.append("%s: %s" % (stop["label"], failure))
                 if stop.get("limit"):
                     limits.add(stop["limit"])
-            totals["stops"] += len(result["stops"])
-            totals["frames"] += stats[0]
-            totals["from_sframe"] += stats[1]
-            totals["equal"] += stats[2]
-            totals["equal_sframe"] += stats[3]
-            status = "FAIL" if bad else "ok  "
-            print("%s %s: %d stops, %d frames (%d from SFrame), %d equal (%d from SFrame)%s" % (
-                status, name, len(result["stops"]), stats[0], stats[1], stats[2], stats[3],
-                "; SFrame limits: " + ", ".join(sorted(limits)) if limits else ""))
-            for note in result.get("notes", []):
-                if args.verbose:
+            for key, n in zip(("stops", "frames", "from_sframe", "equal", "equal_sframe"),
+                              [len(result["stops"])] + stats):
+                res.count(key, n)
+            res.check(name, not bad, "%d stops, %d frames (%d from SFrame), %d equal (%d from SFrame)%s%s" % (
+                len(result["stops"]), stats[0], stats[1], stats[2], stats[3],
+                "; SFrame limits: " + ", ".join(sorted(limits)) if limits else "",
+                "; %d stops differ" % len(bad) if bad else ""))
+            if args.verbose:
+                for note in result.get("notes", []):
                     print("     note: %s" % note)
             for b in bad[:5]:
                 print("     %s" % b)
-            if bad:
-                failures.append("%s: %d stops differ" % (name, len(bad)))
+    t = res.stats
     print("total: %d stops, %d frames compared (%d from SFrame), %d equal (%d from SFrame)" % (
-        totals["stops"], totals["frames"], totals["from_sframe"], totals["equal"], totals["equal_sframe"]))
-    if totals["stops"] == 0:
-        print("FAIL: nothing was tested")
-        return 1
-    if failures:
-        print("%d failures" % len(failures))
-        return 1
-    return 0
+        t.get("stops", 0), t.get("frames", 0), t.get("from_sframe", 0), t.get("equal", 0), t.get("equal_sframe", 0)))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ap = H.parser(__doc__, fixtures=True)
+    ap.add_argument("--quick", action="store_true", help="no stepi sweeps")
+    H.main(run, ap)

@@ -23,19 +23,14 @@ usage: run_hostile_tests.py --gdb GDB --loader LOADER [--runs host|chroot]
 Exit status 1 if any check failed (a GDB that hangs past the time limit or
 dies is a failure)."""
 
-import argparse
-import json
 import os
 import re
-import subprocess
-import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures", "bin"))
+import gdb_harness as H
+
+FIXTURES = H.fixture("bin")
 MAX_FRAMES = 64
 MAX_SECONDS = 10.0
-SESSION_TIMEOUT = 120
 
 # mode -> (regex the end of every bt must match, functions the bt must start with)
 MODES = {
@@ -47,48 +42,6 @@ MODES = {
     # A legal 64 MiB frame: its CFA is readable, the walk is complete.
     "huge": (r"#3 .* in main \(\)$", ["hostile_leaf", "level_2", "level_1", "main"]),
 }
-
-SESSION = """
-set pagination off
-set confirm off
-set width 0
-python
-import json, time
-res = []
-def step(c):
-    t = time.monotonic()
-    try:
-        out, err = gdb.execute(c, to_string=True), None
-    except gdb.error as e:
-        out, err = '', str(e)
-    res.append([c, out, err, time.monotonic() - t])
-for c in %(cmds)r:
-    step(c)
-json.dump(res, open(%(out)r, 'w'))
-end
-kill
-"""
-
-
-def session(gdb, loader, program, args, cmds):
-    """Runs cmds in one GDB; [(cmd, output, error, seconds)], or a string
-    saying why there is none (hang, crash)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "out.json")
-        script = os.path.join(tmp, "cmds.gdb")
-        with open(script, "w") as f:
-            f.write("source %s\nset args %s\n" % (loader, args))
-            f.write(SESSION % {"cmds": cmds, "out": out})
-        try:
-            p = subprocess.run([gdb, "-nx", "-q", "-batch", "-x", script, program], capture_output=True,
-                               text=True, timeout=SESSION_TIMEOUT, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return "GDB did not finish within %d s" % SESSION_TIMEOUT
-        if not os.path.exists(out):
-            return "GDB produced no results (status %d): %s" % (p.returncode, p.stderr[-400:])
-        with open(out) as f:
-            return json.load(f)
-
 
 def frames(bt):
     """[(level, pc or None, function)] of a `bt` output."""
@@ -102,16 +55,15 @@ def names(rows):
     return [pc if fn == "??" else fn for _, pc, fn in rows]
 
 
-class Checker:
-    def __init__(self):
-        self.failed = 0
-        self.count = 0
-
-    def check(self, name, ok, detail=""):
-        self.count += 1
-        self.failed += not ok
-        print("%s %s%s" % ("ok  " if ok else "FAIL", name, (": " + detail) if detail and not ok else ""))
-        return ok
+def session(c, g, label, program, args, cmds):
+    """Runs cmds in one GDB on program (`set args` args); their results, or
+    None when the session failed or did not run every command (checked)."""
+    results = g.commands(program, cmds, set_args=args)
+    if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
+        return None
+    if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
+        return None
+    return results
 
 
 def step_ok(c, label, r, want=None):
@@ -124,16 +76,14 @@ def step_ok(c, label, r, want=None):
 PATH_STEPS = ["bt", "info registers rip", "frame 0", "sframe status", "sframe compare", "bt", "sframe status"]
 
 
-def check_mode(c, gdb, loader, program, mode):
+def check_mode(c, g, program, mode):
     label = "%s %s" % (os.path.relpath(program, FIXTURES), mode)
     cmds = ["run", "print $_siginfo.si_signo", "info symbol $pc"]
     for path in ("python", "native"):
         cmds += ["sframe enable " + path] + PATH_STEPS
     cmds += ["sframe disable", "bt", "info registers rip"]
-    results = session(gdb, loader, program, mode, cmds)
-    if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
-        return
-    if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
+    results = session(c, g, label, program, mode, cmds)
+    if results is None:
         return
     signo, where = results[1], results[2]
     c.check("%s: stopped by SIGTRAP in hostile_leaf" % label,
@@ -189,30 +139,35 @@ def check_mode(c, gdb, loader, program, mode):
     step_ok(c, label + " [off]", results[-1], r"rip +0x[0-9a-f]+")
 
 
-def check_corrupt(c, gdb, loader, program):
+def own_walks(c, label, results, alone, walks):
+    """GDB alone (the bt of results[alone]) unwinds to main, and the bt of
+    each (index, path) in walks is that walk. Returns GDB alone's frames."""
+    reference = frames(results[alone][1])
+    c.check("%s: GDB alone unwinds to main" % label,
+            names(reference) == ["hostile_leaf", "level_2", "level_1", "main"], str(names(reference)))
+    for idx, path in walks:
+        cmd, out, err, secs = results[idx]
+        c.check("%s [%s]: bt is GDB's own walk" % (label, path), err is None and frames(out) == reference,
+                "%s %s" % (err, names(frames(out))))
+    return reference
+
+
+def check_corrupt(c, g, program):
     label = os.path.relpath(program, FIXTURES)
     name = os.path.basename(program)
     cmds = ["sframe status", "run", "sframe status", "bt", "bt", "sframe status",
             "sframe enable native", "bt", "frame 1", "info symbol $pc", "sframe status", "sframe enable python",
             "sframe disable", "bt", "sframe status"]
-    results = session(gdb, loader, program, "huge", cmds)
-    if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
+    results = session(c, g, label, program, "huge", cmds)
+    if results is None:
         return
-    if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
-        return
-    reference = frames(results[13][1])
-    c.check("%s: GDB alone unwinds to main" % label,
-            names(reference) == ["hostile_leaf", "level_2", "level_1", "main"], str(names(reference)))
+    own_walks(c, label, results, 13, ((3, "python"), (4, "python"), (7, "native")))
     for idx in (0, 2, 5, 10, 14):
         cmd, out, err, _ = results[idx]
         n = len(re.findall(r"^ *\S*%s: SFrame not usable: .*65536 FDEs" % re.escape(name), out, re.M))
         mentions = len([line for line in out.splitlines() if name in line])
         c.check("%s: `sframe status` #%d reports the corrupt .sframe once (%d)" % (label, idx, n),
                 err is None and n == 1 and mentions == 1, err or out)
-    for idx, path in ((3, "python"), (4, "python"), (7, "native")):
-        cmd, out, err, secs = results[idx]
-        c.check("%s [%s]: bt is GDB's own walk" % (label, path), err is None and frames(out) == reference,
-                "%s %s" % (err, names(frames(out))))
     step_ok(c, label + " [native]", results[8])
     step_ok(c, label + " [native]", results[9], r"^level_2 ")
     for idx, path in ((5, "python"), (10, "native")):
@@ -222,7 +177,7 @@ def check_corrupt(c, gdb, loader, program):
                 re.search(counter, out) is not None, out)
 
 
-def check_damaged_fde(c, gdb, loader, program):
+def check_damaged_fde(c, g, program):
     """The -badfre copy: one FDE (level_2's) points at FREs past the end of
     the section, the header and the other FDEs are sound. SFrame unwinds
     the other frames, level_2's falls back to GDB's own unwinder, the
@@ -231,18 +186,10 @@ def check_damaged_fde(c, gdb, loader, program):
     name = os.path.basename(program)
     cmds = ["run", "bt", "sframe status", "sframe enable native", "bt", "sframe status", "frame 2",
             "info symbol $pc", "sframe disable", "bt"]
-    results = session(gdb, loader, program, "huge", cmds)
-    if not c.check("%s: GDB session ended normally" % label, not isinstance(results, str), str(results)):
+    results = session(c, g, label, program, "huge", cmds)
+    if results is None:
         return
-    if not c.check("%s: every command ran" % label, len(results) == len(cmds)):
-        return
-    reference = frames(results[9][1])
-    c.check("%s: GDB alone unwinds to main" % label,
-            names(reference) == ["hostile_leaf", "level_2", "level_1", "main"], str(names(reference)))
-    for idx, path in ((1, "python"), (4, "native")):
-        cmd, out, err, secs = results[idx]
-        c.check("%s [%s]: bt is GDB's own walk" % (label, path), err is None and frames(out) == reference,
-                "%s %s" % (err, names(frames(out))))
+    reference = own_walks(c, label, results, 9, ((1, "python"), (4, "native")))
     # hostile_leaf, level_1 and main by SFrame; level_2's FDE fails.
     for idx, counter in ((2, r"python path: 3 frames unwound, \d+ ended the stack, 1 failures"),
                          (5, r"native path [^:]*: 3 frames unwound, 1 declined, 1 failures")):
@@ -260,31 +207,24 @@ def check_damaged_fde(c, gdb, loader, program):
     step_ok(c, label + " [native]", results[7], r"^level_1 ")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--gdb", default="gdb")
-    ap.add_argument("--loader", required=True)
-    ap.add_argument("--runs", default="host", help="host or chroot (both run the static fixtures)")
-    ap.add_argument("--only", default=None, help="only modes or programs whose label contains this")
-    args = ap.parse_args()
-    loader = os.path.abspath(args.loader)
-    c = Checker()
+def run(args, c):
+    g = H.Gdb(args.gdb, args.loader, args.timeout)
     for writer in ("gas-2.40", "gas-2.47"):
         for variant in ("O2-fp", "O2-nofp"):
             program = os.path.join(FIXTURES, writer, "hostile-%s-static" % variant)
             for mode in MODES:
                 if args.only and args.only not in "%s %s" % (program, mode):
                     continue
-                check_mode(c, args.gdb, loader, program, mode)
+                check_mode(c, g, program, mode)
         program = os.path.join(FIXTURES, writer, "hostile-O2-nofp-static-badsframe")
         if not args.only or args.only in program:
-            check_corrupt(c, args.gdb, loader, program)
+            check_corrupt(c, g, program)
         program = os.path.join(FIXTURES, writer, "hostile-O2-nofp-static-badfre")
         if not args.only or args.only in program:
-            check_damaged_fde(c, args.gdb, loader, program)
-    print("%d checks, %d failed" % (c.count, c.failed))
-    return 1 if c.failed or c.count == 0 else 0
+            check_damaged_fde(c, g, program)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ap = H.parser(__doc__, timeout=120)
+    ap.add_argument("--only", default=None, help="only modes or programs whose label contains this")
+    H.main(run, ap, ok_detail=False)

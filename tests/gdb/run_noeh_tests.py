@@ -25,18 +25,14 @@ usage: run_noeh_tests.py --gdb GDB --loader BUILD/gdb-python/sfunwind.py
                          --runs host|chroot [--writer W ...]
 Exit status: 0 when every check passed."""
 
-import argparse
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "common"))
-from fixtures import manifest, runs_here  # noqa: E402
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
+import gdb_harness as H
+
+FIXTURES = H.FIXTURES
 FIELDS = ("pc", "function", "sp", "fp", "cfa")
 
 
@@ -58,38 +54,12 @@ def settings(kind):
     return "trap", setup, limit, finish
 
 
-class Gdb:
-    def __init__(self, gdb, loader, timeout):
-        self.gdb = gdb
-        self.loader = loader
-        self.timeout = timeout
-
-    def record(self, args, record, sfunwind=None, cwd=None):
-        """Runs GDB on `args` (program [core]) with gdb_record.py; sfunwind:
-        None (plain GDB), "python" or "native"."""
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "out.json")
-            script = os.path.join(tmp, "record.gdb")
-            with open(script, "w") as f:
-                f.write("set pagination off\nset confirm off\n")
-                if sfunwind:
-                    f.write("source %s\n" % self.loader)
-                    if sfunwind == "native":
-                        f.write("sframe enable native\n")
-                f.write("python import sys; sys.path.insert(0, %r)\n" % HERE)
-                f.write("python import json, gdb_record; gdb_record.RECORD = json.loads(%r); gdb_record.main()\n"
-                        % json.dumps(dict(record, output=out)))
-                f.write("kill\n")
-            try:
-                proc = subprocess.run([self.gdb, "-nx", "-q", "-batch", "-x", script] + args, cwd=cwd,
-                                      capture_output=True, text=True, timeout=self.timeout,
-                                      stdin=subprocess.DEVNULL)
-            except subprocess.TimeoutExpired:
-                return {"error": "GDB timed out"}
-            if not os.path.exists(out):
-                return {"error": "GDB wrote no result: %s" % proc.stderr[-1500:]}
-            with open(out) as f:
-                return json.load(f)
+def record(g, args, config, sfunwind=None):
+    """gdb_record.py's result on `args` (program [core]) with `config`;
+    sfunwind: None (plain GDB), "python" or "native". {"error": why} when
+    GDB gave none."""
+    result, error = g.run_module("gdb_record", config, args, sfunwind)
+    return result if error is None else {"error": error}
 
 
 def differ(ref, got, prefix=False):
@@ -117,18 +87,6 @@ def stage(program_dir, names):
     os.makedirs(program_dir, exist_ok=True)
     for src in names:
         shutil.copy2(src, os.path.join(program_dir, os.path.basename(src)))
-
-
-class Report:
-    def __init__(self):
-        self.failures = []
-        self.checks = 0
-
-    def check(self, name, ok, detail=""):
-        self.checks += 1
-        print("%s %s%s" % ("ok  " if ok else "FAIL", name, ": " + detail if detail else ""))
-        if not ok:
-            self.failures.append(name)
 
 
 def _no_row(frame):
@@ -210,20 +168,20 @@ def test_program(g, entry, original, rep, tmp):
         os.remove(core)
 
     rec = {"run": run_args, "setup": setup, "limit": limit}
-    a = g.record([cprog], rec)
+    a = record(g, [cprog], rec)
     if a.get("error") or not a.get("frames"):
         rep.check("%s: CFI reference" % name, False, a.get("error") or "no frames")
         return
     ref = a["frames"]
     # Plain GDB is only reported: its first wrong frame comes early, and its
     # heuristics can wander for thousands of frames past it.
-    b = g.record([nprog], dict(rec, limit=min(limit, 64)))
+    b = record(g, [nprog], dict(rec, limit=min(limit, 64)))
     plain = differ(comparable(ref), comparable(b.get("frames") or []), prefix=len(ref) > 64)
     print("     %s: CFI build %d frames (to %s); plain GDB on the -noeh copy: %s" % (
         name, len(ref), ref[-1]["function"],
         "equal" if plain is None else "wrong from %s (%s)" % (describe(b.get("frames") or [], plain[0]), plain[1])))
 
-    c = g.record([nprog], dict(rec, core=core, upper=min(2 if kind == "sighandler" else 3, len(ref) - 2),
+    c = record(g, [nprog], dict(rec, core=core, upper=min(2 if kind == "sighandler" else 3, len(ref) - 2),
                                finish=finish_level, rows=True),
                  sfunwind="python")
     if c.get("error"):
@@ -261,18 +219,18 @@ def test_program(g, entry, original, rep, tmp):
                       "stopped in %s at 0x%x" % (fin.get("function"), fin.get("pc") or 0) if "pc" in fin
                       else fin.get("error", "?"))
 
-    n = g.record([nprog], rec, sfunwind="native")
+    n = record(g, [nprog], rec, sfunwind="native")
     okn, detailn, _ = check_frames(ref, n.get("frames") or [], c["frames"])
     rep.check("%s: bt with sfunwind (native) = CFI build" % name, not n.get("error") and okn,
               n.get("error") or detailn)
 
     if os.path.exists(core):
         core_rec = {"run": None, "limit": limit}
-        dc = g.record([nprog, core], core_rec, sfunwind="python")
+        dc = record(g, [nprog, core], core_rec, sfunwind="python")
         okc, detailc, _ = check_frames(ref, dc.get("frames") or [], c["frames"])
         rep.check("%s: core file with sfunwind = CFI build" % name, not dc.get("error") and okc,
                   dc.get("error") or detailc)
-        dp = g.record([nprog, core], dict(core_rec, limit=min(limit, 64)))
+        dp = record(g, [nprog, core], dict(core_rec, limit=min(limit, 64)))
         plain_core = differ(comparable(ref), comparable(dp.get("frames") or []), prefix=len(ref) > 64)
         print("     %s: core file under plain GDB: %s" % (
             name, "equal" if plain_core is None else "wrong from %s (%s)" % (
@@ -294,9 +252,9 @@ def test_variable(g, rep, tmp, runs):
                     "--remove-section", ".debug_frame", src, nprog], check=True)
     cprog = os.path.join(cdir, os.path.basename(src))
     rec = {"run": "trap", "limit": 64, "variable": ["level_2", "buf[5] * 100 + buf[63]"]}
-    a = g.record([cprog], rec)
-    b = g.record([nprog], rec)
-    c = g.record([nprog], rec, sfunwind="python")
+    a = record(g, [cprog], rec)
+    b = record(g, [nprog], rec)
+    c = record(g, [nprog], rec, sfunwind="python")
     want = (a.get("variable") or {}).get("value")
     got = (c.get("variable") or {}).get("value")
     print("     recurse-O2-nofp-g without CFI, level_2's buf[5] * 100 + buf[63]: CFI build %s, plain GDB %s, "
@@ -320,57 +278,36 @@ def test_separate_debug(g, rep, tmp, nprog, rec, want):
     subprocess.run(["objcopy", "--only-keep-debug", nprog, debug], check=True, capture_output=True)
     subprocess.run(["objcopy", "--strip-debug", "--add-gnu-debuglink=%s" % debug, nprog, sprog], check=True,
                    capture_output=True)
-    d = g.record([sprog], rec, sfunwind="python")
+    d = record(g, [sprog], rec, sfunwind="python")
     got = (d.get("variable") or {}).get("value")
     rep.check("separate debug file: frame variable in an upper frame", got == want and not d.get("error"),
               d.get("error") or "got %s, want %s" % (got, want))
-    proc = subprocess.run([g.gdb, "-nx", "-q", "-batch", "-ex", "set confirm off", "-ex", "source %s" % g.loader,
-                           "-ex", "run", "-ex", "info sharedlibrary", "-ex", "python print('OBJFILES', "
-                           "[o.filename for o in gdb.objfiles()])", "-ex", "sframe status", "-ex", "kill", sprog],
-                          capture_output=True, text=True, timeout=g.timeout, stdin=subprocess.DEVNULL)
-    objfiles = [l for l in proc.stdout.splitlines() if l.startswith("OBJFILES")]
-    status = [l for l in proc.stdout.splitlines() if l.strip().startswith(sprog)]
+    steps = g.commands(sprog, ["run", "info sharedlibrary", "python print('OBJFILES', [o.filename for o in "
+                               "gdb.objfiles()])", "sframe status", "kill"])
+    stdout = steps if isinstance(steps, str) else "".join(out for _, out, _, _ in steps)
+    objfiles = [l for l in stdout.splitlines() if l.startswith("OBJFILES")]
+    status = [l for l in stdout.splitlines() if l.strip().startswith(sprog)]
     has_debug_objfile = bool(objfiles) and debug in objfiles[0]
     print("     separate debug file: GDB objfiles include %s: %s; sframe status lines for the program: %d" % (
         os.path.basename(debug), has_debug_objfile, len(status)))
     rep.check("separate debug file: loaded by GDB, program registered once", has_debug_objfile and
-              len(status) == 1 and "SFrame" in status[0], "\n".join(status) or proc.stdout[-800:])
+              len(status) == 1 and "SFrame" in status[0], "\n".join(status) or stdout[-800:])
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gdb", default="gdb")
-    ap.add_argument("--loader", required=True)
-    ap.add_argument("--runs", choices=("host", "chroot"), default="host")
-    ap.add_argument("--writer", action="append")
-    ap.add_argument("--program", action="append")
-    ap.add_argument("--timeout", type=int, default=600)
-    args = ap.parse_args()
-    g = Gdb(args.gdb, os.path.abspath(args.loader), args.timeout)
-    rep = Report()
+def run(args, res):
+    g = H.Gdb(args.gdb, args.loader, args.timeout)
     with tempfile.TemporaryDirectory() as tmp:
-        for entry in manifest():
+        for entry in H.select(args):
             if not (entry["path"].endswith("-noeh") or "-noeh/" in entry["path"]):
-                continue
-            if not runs_here(entry, args.runs):
-                continue
-            if args.writer and entry["writer"] not in args.writer:
-                continue
-            if args.program and not any(p in entry["path"] for p in args.program):
                 continue
             note = entry["notes"]
             if not note.startswith("copy of "):
                 continue
             original = "bin/" + note[len("copy of "):].split(";")[0].strip()
-            test_program(g, entry, original, rep, tmp)
+            test_program(g, entry, original, res, tmp)
         if not args.writer or "gas-2.40" in args.writer:
-            test_variable(g, rep, tmp, args.runs)
-    print("%d checks, %d failed" % (rep.checks, len(rep.failures)))
-    if rep.checks == 0:
-        print("FAIL: nothing was tested")
-        return 1
-    return 1 if rep.failures else 0
+            test_variable(g, res, tmp, args.runs)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    H.main(run, H.parser(__doc__, fixtures=True))

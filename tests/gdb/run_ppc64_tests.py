@@ -26,21 +26,16 @@ usage: run_ppc64_tests.py --gdb gdb-multiarch --loader LOADER [--sfunwind CLI]
                           [--quick]
 Exit status 1 if any stop or check failed, 0 otherwise."""
 
-import argparse
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "common"))
-import gdbstub  # noqa: E402
-from run_gdb_tests import run_gdb as run_checker  # noqa: E402
+import gdb_harness as H
+import gdbstub
 
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures", "ppc64"))
+FIXTURES = H.fixture("ppc64")
 FIELDS = ("pc", "cfa", "sp", "fp")
 DEPTH = "2"  # recurse x 3 below with_fprs: a 12-frame stack at the SIGSEGV
 
@@ -54,12 +49,12 @@ def fixtures():
             yield c[0], c[1], c[4]  # path, arch, qemu
 
 
-def run_gdb(gdb, loader, binary, qemu, mode, timeout):
+def run_gdb(g, binary, qemu, mode):
     arg = "segv" if mode == "segv" else "none"
     try:
         with gdbstub.started([qemu], [binary, arg, DEPTH]) as port:
             check = {"binary": binary, "remote": "127.0.0.1:%d" % port, "mode": mode, "limit": 64}
-            return run_checker(gdb, loader, None, check, timeout, checker="ppc64_checks")
+            return g.run_module("ppc64_checks", check)
     except gdbstub.StubError as e:
         return None, str(e)
 
@@ -144,42 +139,27 @@ def check_commands(result, arch, path, cli, binary):
     return problems
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gdb", default="gdb-multiarch")
-    ap.add_argument("--loader", required=True)
-    ap.add_argument("--sfunwind", help="the sfunwind CLI, to check the function count of `sframe status`")
-    ap.add_argument("--quick", action="store_true", help="only the -O2-part fixtures")
-    ap.add_argument("--timeout", type=int, default=1200)
-    ap.add_argument("--save", metavar="DIR", help="also write each run's walks to DIR/<arch>-<fixture>-<mode>.json")
-    args = ap.parse_args()
+def run(args, res):
     if shutil.which(args.gdb) is None:
-        print("FAIL: %s not found" % args.gdb)
-        return 1
-    loader = os.path.abspath(args.loader)
-    failures = 0
-    runs = 0
-    totals = {"stops": 0, "frames": 0, "equal": 0, "ours": 0}
+        res.check("%s found" % args.gdb, False)
+        return
+    g = H.Gdb(args.gdb, args.loader, args.timeout)
     for path, arch, qemu in fixtures():
         if args.quick and "-O2-part-" not in path:
             continue
         binary = os.path.join(FIXTURES, path)
         for mode in ("segv", "step"):
-            runs += 1
+            name = "%-8s %-5s %s" % (arch, mode, os.path.basename(path))
             if shutil.which(qemu) is None:
-                print("FAIL %s %s: %s not found" % (path, mode, qemu))
-                failures += 1
+                res.check(name, False, "%s not found" % qemu)
                 continue
-            result, error = run_gdb(args.gdb, loader, binary, qemu, mode, args.timeout)
-            if error is None and result.get("error"):
-                error = "in GDB: " + result["error"]
+            result, error = run_gdb(g, binary, qemu, mode)
             if error is None and not result["stops"]:
                 error = "no stop recorded"
             if error is None and mode == "step" and "main returned" not in " ".join(result["notes"]):
                 error = "main did not return: %s" % result["notes"]
             if error is not None:
-                print("FAIL %s %s: %s" % (path, mode, error))
-                failures += 1
+                res.check(name, False, error)
                 continue
             if args.save:
                 os.makedirs(args.save, exist_ok=True)
@@ -208,22 +188,22 @@ def main():
             else:
                 plain_note = ""
             stops = len(result["stops"])
-            totals["stops"] += stops
-            totals["frames"] += frames
-            totals["equal"] += equal
-            totals["ours"] += ours
-            print("%s %-8s %-5s %s: %d stops (%d in leaf), %d frames compared, %d equal (pc, CFA, sp, r31), "
-                  "%d unwound by sfunwind%s" % ("ok  " if not problems else "FAIL", arch, mode, os.path.basename(path),
-                                                stops, leaf, frames, equal, ours, plain_note))
+            for key, n in (("stops", stops), ("frames", frames), ("equal", equal), ("ours", ours)):
+                res.count(key, n)
+            res.check(name, not problems, "%d stops (%d in leaf), %d frames compared, %d equal (pc, CFA, sp, r31), "
+                      "%d unwound by sfunwind%s" % (stops, leaf, frames, equal, ours, plain_note))
             for p in problems[:10]:
                 print("     %s" % p)
             if len(problems) > 10:
                 print("     ... %d more" % (len(problems) - 10))
-            failures += bool(problems)
+    t = res.stats
     print("%d runs, %d failed; %d stops, %d frames compared, %d equal, %d unwound by sfunwind" % (
-        runs, failures, totals["stops"], totals["frames"], totals["equal"], totals["ours"]))
-    return 1 if failures or runs == 0 else 0
+        res.checks, res.failed, t.get("stops", 0), t.get("frames", 0), t.get("equal", 0), t.get("ours", 0)))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ap = H.parser(__doc__, gdb="gdb-multiarch", runs=False, timeout=1200)
+    ap.add_argument("--sfunwind", help="the sfunwind CLI, to check the function count of `sframe status`")
+    ap.add_argument("--quick", action="store_true", help="only the -O2-part fixtures")
+    ap.add_argument("--save", metavar="DIR", help="also write each run's walks to DIR/<arch>-<fixture>-<mode>.json")
+    H.main(run, ap)

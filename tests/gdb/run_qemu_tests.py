@@ -15,37 +15,27 @@ so there it is left out.
 usage: run_qemu_tests.py --gdb gdb-multiarch --loader LOADER [--pac]
 Exit status 1 if any stop differs, 0 otherwise."""
 
-import argparse
-import os
 import shutil
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "common"))
-import gdbstub  # noqa: E402
-from run_gdb_tests import evaluate, run_gdb  # noqa: E402
+import gdb_harness as H
+import gdbstub
+from run_gdb_tests import evaluate
 
 QEMU = {"aarch64": "qemu-aarch64", "s390x": "qemu-s390x"}
 
 
 def fixtures(pac):
-    with open(os.path.join(FIXTURES, "manifest.tsv")) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            c = line.rstrip("\n").split("\t")
-            path, arch = c[0], c[3]
-            if arch not in QEMU:
-                continue
-            if "-pac" in path and not pac:
-                continue
-            yield path, arch
+    for entry in H.manifest():
+        path, arch = entry["path"], entry["arch"]
+        if arch not in QEMU:
+            continue
+        if "-pac" in path and not pac:
+            continue
+        yield path, arch
 
 
-def run_one(gdb, loader, path, arch, pac, timeout):
-    program = os.path.join(FIXTURES, path)
+def run_one(g, path, arch):
+    program = H.fixture(path)
     qemu = [QEMU[arch]] + (["-cpu", "max"] if "-pac" in path else [])
     mode = "trap"
     try:
@@ -53,7 +43,7 @@ def run_one(gdb, loader, path, arch, pac, timeout):
             setup = ["handle SIGUSR1 nostop noprint pass"] if "sighandler" in path else []
             check = {"scenario": "remote", "remote": "127.0.0.1:%d" % port, "args": mode, "setup": setup,
                      "limit": 64}
-            return run_gdb(gdb, loader, program, check, timeout)
+            return g.run_module("gdb_checks", check, [program])
     except gdbstub.StubError as e:
         return None, str(e)
 
@@ -63,50 +53,37 @@ def same(a, b):
     return len(a) == len(b) and all(all(x[k] == y[k] for k in keys) for x, y in zip(a, b))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gdb", default="gdb-multiarch")
-    ap.add_argument("--loader", required=True)
-    ap.add_argument("--pac", action="store_true", help="also the PAuth fixture (qemu -cpu max)")
-    ap.add_argument("--timeout", type=int, default=300)
-    args = ap.parse_args()
+def run(args, res):
     if shutil.which(args.gdb) is None:
-        print("FAIL: %s not found" % args.gdb)
-        return 1
-    loader = os.path.abspath(args.loader)
-    failures = 0
-    tested = 0
+        res.check("%s found" % args.gdb, False)
+        return
+    g = H.Gdb(args.gdb, args.loader, args.timeout)
     for path, arch in fixtures(args.pac):
         if shutil.which(QEMU[arch]) is None:
-            print("FAIL %s: %s not found" % (path, QEMU[arch]))
-            failures += 1
+            res.check(path, False, "%s not found" % QEMU[arch])
             continue
-        result, error = run_one(args.gdb, loader, path, arch, args.pac, args.timeout)
-        if error is None and result.get("error"):
-            error = "in GDB: " + result["error"]
+        result, error = run_one(g, path, arch)
         if error is None and not result["stops"]:
             error = "no stop recorded"
         if error is not None:
-            print("FAIL %s: %s" % (path, error))
-            failures += 1
+            res.check(path, False, error)
             continue
         stop = result["stops"][0]
-        tested += 1
+        res.count("programs")
         compared, from_sframe, equal, _, failure = evaluate(stop)
         native_ok = same(stop["native"], stop["cfi"])
         plain_ok = same(stop["plain"], stop["cfi"])
         frames = " > ".join(f["function"] or "??" for f in stop["sframe"])
         ok = failure is None and native_ok and result["counters"]["frames"] > 0
-        print("%s %s: %d frames, %d from SFrame, %d equal to CFI; native path %s; plain GDB without DWARF %s"
-              % ("ok  " if ok else "FAIL", path, compared, from_sframe, equal,
-                 "equal" if native_ok else "DIFFERS", "equal" if plain_ok else "wrong"))
+        res.check(path, ok, "%d frames, %d from SFrame, %d equal to CFI; native path %s; plain GDB without DWARF %s"
+                  % (compared, from_sframe, equal, "equal" if native_ok else "DIFFERS", "equal" if plain_ok else "wrong"))
         print("     %s" % frames)
         if failure:
             print("     %s" % failure)
-        failures += not ok
-    print("%d programs, %d failed" % (tested, failures))
-    return 1 if failures or tested == 0 else 0
+    print("%d programs, %d failed" % (res.stats.get("programs", 0), res.failed))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ap = H.parser(__doc__, gdb="gdb-multiarch", runs=False, timeout=300)
+    ap.add_argument("--pac", action="store_true", help="also the PAuth fixture (qemu -cpu max)")
+    H.main(run, ap)

@@ -15,7 +15,8 @@ import importlib.util
 import os
 import struct
 import subprocess
-import sys
+
+import gdb_harness as H
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -24,15 +25,6 @@ FIXTURES = os.path.join(ROOT, "tests", "fixtures", "bin")
 spec = importlib.util.spec_from_file_location("native", os.path.join(ROOT, "gdb-python", "sfunwind_gdb", "native.py"))
 native = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(native)
-
-failures = []
-
-
-def check(name, ok, detail=""):
-    print("%s %s%s" % ("ok  " if ok else "FAIL", name, ": " + str(detail) if detail != "" else ""))
-    if not ok:
-        failures.append(name)
-
 
 def symbols(path):
     out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
@@ -84,7 +76,7 @@ def elf_word(path, vaddr):
     raise ValueError("0x%x is in no PT_LOAD of %s" % (vaddr, path))
 
 
-def check_ppc64(lib, stack):
+def check_ppc64(check, lib, stack):
     """A 64-bit PowerPC file without SFrame opens with its traceback tables,
     and unwinds through the same calls: the stackless leaf at frame 0 (CFA =
     r1, the RA still in LR), then its caller from a return address (CFA =
@@ -131,10 +123,8 @@ def check_ppc64(lib, stack):
           "%s %s" % (be.kind, be.abi_name))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--library", required=True)
-    args = ap.parse_args()
+def run(args, res):
+    check = res.check
     lib = native.Library(args.library)
     check("API version", lib._lib.sfunwind_gdb_api_version() == native.API_VERSION)
 
@@ -200,7 +190,7 @@ def main():
         lib.unplace(module)
         check("%s: unplaced module answers nothing" % writer, lib.module_at(leaf) == -1)
 
-    check_ppc64(lib, stack)
+    check_ppc64(check, lib, stack)
 
     # The JIT reader entry point: GDB's interface version 1, every callback set.
     init = lib._lib.gdb_init_reader
@@ -210,9 +200,9 @@ def main():
     check("JIT reader: interface version 1 and callbacks", version == 1 and all(funcs[i] for i in (2, 3, 4, 5)))
     check("JIT reader: GPL-compatible declaration", hasattr(lib._lib, "plugin_is_GPL_compatible"))
 
-    print("%d failed" % len(failures))
-    return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--library", required=True)
+    H.main(run, ap)

@@ -10,6 +10,7 @@ lldb` is not possible yet, and prints one line per check and a last line
 """
 
 import argparse
+import collections
 import contextlib
 import json
 import os
@@ -196,6 +197,16 @@ class Session:
             self.lldb.SBDebugger.MemoryPressureDetected()
 
 
+def use_cache(work, name, fresh=True):
+    """The plugin's debug-file cache (SFUNWIND_LLDB_CACHE) for one suite:
+    WORK/cache-NAME, emptied first unless fresh=False. Returns its path."""
+    path = os.path.join(work, "cache-" + name)
+    os.environ["SFUNWIND_LLDB_CACHE"] = path
+    if fresh:
+        shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
 def quote(path):
     """A path as one word of an LLDB command."""
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -203,6 +214,32 @@ def quote(path):
 
 def fixture(*parts):
     return os.path.join(FIXTURES, "bin", *parts)
+
+
+Frame = collections.namedtuple("Frame", "function pc cfa index")
+
+
+def frames_of(thread, limit=64):
+    """LLDB's concrete frames (inlined and artificial ones left out), among
+    the first `limit` (None: all): Frame(function, pc, cfa, index), index
+    being LLDB's frame index."""
+    out = []
+    n = thread.GetNumFrames()
+    for i in range(n if limit is None else min(n, limit)):
+        f = thread.GetFrameAtIndex(i)
+        if f.IsInlined() or f.IsArtificial():
+            continue
+        sym = f.GetSymbol()
+        out.append(Frame(sym.GetName() if sym.IsValid() else None, f.GetPC(), f.GetCFA(), i))
+    return out
+
+
+def loaded_with_module(status_module):
+    """Whether LLDB got the plugin's file when it loaded the module (through
+    the search paths; LLDB 23 asks its debuginfod servers, the plugin's
+    responder, first), not from `target symbols add` at a stop."""
+    detail = status_module["detail"]
+    return "debug-file-search-paths" in detail or "debuginfod responder" in detail
 
 
 def stop_description(thread):

@@ -108,7 +108,7 @@ def bench_translation(s, res, work, paths):
 
 
 def run(args, work, res):
-    os.environ["SFUNWIND_LLDB_CACHE"] = os.path.join(work, "cache-bench")
+    H.use_cache(work, "bench", fresh=False)
     s = H.Session(args.plugin, work)
     print("LLDB: " + s.version)
     bench_deep(s, res, "gas-2.40 deep10000 (CFI build)", H.fixture("gas-2.40", "deep10000-O2-nofp"))

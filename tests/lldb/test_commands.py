@@ -280,8 +280,7 @@ def check_errors(s, res, work):
 
 
 def run(args, work, res):
-    os.environ["SFUNWIND_LLDB_CACHE"] = os.path.join(work, "cache-commands")
-    shutil.rmtree(os.environ["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
+    H.use_cache(work, "commands")
     s = H.Session(args.plugin, work)
     print("LLDB: " + s.version)
     ok, out, _ = s.cmd("help sframe bt")

@@ -35,22 +35,10 @@ def make_core(work, program, name):
     return core if os.path.exists(core) else None
 
 
-def frames_of(thread):
-    out = []
-    for i in range(thread.GetNumFrames()):
-        f = thread.GetFrameAtIndex(i)
-        if f.IsInlined() or f.IsArtificial():
-            continue
-        out.append((f.GetPC(), f.GetCFA()))
-    return out
-
-
-def loaded_with_module(status_module):
-    """Whether LLDB got the plugin's file when it loaded the module (through
-    the search paths; LLDB 23 asks its debuginfod servers, the plugin's
-    responder, first), not from `target symbols add`."""
-    detail = status_module["detail"]
-    return "debug-file-search-paths" in detail or "debuginfod responder" in detail
+def addresses(thread):
+    """(pc, cfa) of all LLDB's concrete frames: a stripped program's frames
+    have other names than the CFI build's, so only addresses compare."""
+    return [(f.pc, f.cfa) for f in H.frames_of(thread, limit=None)]
 
 
 def agrees(got, ref, stepped):
@@ -81,7 +69,7 @@ def core_frames(session, exe, core):
     target = session.create(exe, core=core)
     try:
         thread = target.GetProcess().GetSelectedThread()
-        return frames_of(thread)
+        return addresses(thread)
     finally:
         session.delete(target)
 
@@ -121,7 +109,7 @@ def check_core(plain, res, plugin_path, work, label, cfi_path, noeh_path, stripp
     try:
         ok, out, err = sb.cmd("sframe cover")
         res.check(label + ": SB API: sframe cover before the core", ok and "1 of 1 modules" in out, out + err)
-        got = frames_of(target.LoadCore(core).GetSelectedThread())
+        got = addresses(target.LoadCore(core).GetSelectedThread())
         data = sb.json_cmd("sframe compare --json")
         stepped = [i for i, f in enumerate(data["sframe_frames"]) if f.get("row")]
         res.check(label + "%s: SB API: LLDB's bt with the plugin = the CFI build's where SFrame decides" % suffix,
@@ -138,9 +126,9 @@ def check_core(plain, res, plugin_path, work, label, cfi_path, noeh_path, stripp
         st = s.json_cmd("sframe status --json")
         mods = [m for m in st["modules"] if m["sframe"] is not None]
         res.check(label + "%s core: target create --core: LLDB got the debug file as it loaded the program" % suffix,
-                  len(mods) == 1 and mods[0]["coverage"] == "in-use" and loaded_with_module(mods[0]), repr(mods))
+                  len(mods) == 1 and mods[0]["coverage"] == "in-use" and H.loaded_with_module(mods[0]), repr(mods))
         thread = target.GetProcess().GetSelectedThread()
-        got = frames_of(thread)
+        got = addresses(thread)
         data = s.json_cmd("sframe compare --json")
         stepped = [i for i, f in enumerate(data["sframe_frames"]) if f.get("row")]
         res.count("core frames compared", len(stepped) + 1)
@@ -171,20 +159,19 @@ def check_core(plain, res, plugin_path, work, label, cfi_path, noeh_path, stripp
     shutil.copy(program, copy)
     target = s2.create(copy, core=core)
     try:
-        got = frames_of(target.GetProcess().GetSelectedThread())
+        got = addresses(target.GetProcess().GetSelectedThread())
         res.check(label + "%s: warm cache, no command: LLDB's bt = the CFI build's where SFrame decides" % suffix,
                   agrees(got, ref, stepped), "got %s" % [hex(p) for p, _ in got])
         st = s2.json_cmd("sframe status --json")
         mods = [m for m in st["modules"] if m["sframe"] is not None]
         res.check(label + "%s: warm cache: LLDB found the debug file by itself" % suffix,
-                  len(mods) == 1 and mods[0]["coverage"] == "in-use" and loaded_with_module(mods[0]), repr(mods))
+                  len(mods) == 1 and mods[0]["coverage"] == "in-use" and H.loaded_with_module(mods[0]), repr(mods))
     finally:
         s2.delete(target)
 
 
 def run(args, work, res):
-    os.environ["SFUNWIND_LLDB_CACHE"] = os.path.join(work, "cache-cores")
-    shutil.rmtree(os.environ["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
+    H.use_cache(work, "cores")
     plain = H.Session(None, work)
     cases = [("gas-2.40/recurse", H.fixture("gas-2.40", "recurse-O2-nofp"), H.fixture("gas-2.40", "recurse-O2-nofp-noeh"))]
     for writer in ("gas-2.40", "gas-2.44", "gas-2.47", "clang-23"):

@@ -23,7 +23,6 @@ usage: test_hostile.py --plugin libsfunwind_lldb.so --lldb lldb-19 [--work DIR] 
 
 import os
 import re
-import shutil
 import time
 
 import lldb_harness as H
@@ -193,8 +192,7 @@ def check_damaged_fde(s, res, path):
 
 
 def run(args, work, res):
-    os.environ["SFUNWIND_LLDB_CACHE"] = os.path.join(work, "cache-hostile")
-    shutil.rmtree(os.environ["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
+    H.use_cache(work, "hostile")
     s = H.Session(args.plugin, work)
     print("LLDB: " + s.version)
     for writer in ("gas-2.40", "gas-2.47"):

@@ -14,16 +14,13 @@ On LLDB 19: `sframe provider on` is refused with the reason.
 usage: test_provider.py --plugin libsfunwind_lldb.so --lldb lldb-23 [--work DIR] [-v]
 """
 
-import os
 import re
-import shutil
 
 import lldb_harness as H
 
 
 def run(args, work, res):
-    os.environ["SFUNWIND_LLDB_CACHE"] = os.path.join(work, "cache-provider")
-    shutil.rmtree(os.environ["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
+    H.use_cache(work, "provider")
     s = H.Session(args.plugin, work)
     major = int(re.search(r"version (\d+)", s.version).group(1))
     print("LLDB: " + s.version)

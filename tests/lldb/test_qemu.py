@@ -96,8 +96,7 @@ def run_one(s, res, label, qemu, path, chain, extra_settings=()):
 
 
 def run(args, work, res):
-    os.environ["SFUNWIND_LLDB_CACHE"] = os.path.join(work, "cache-qemu")
-    shutil.rmtree(os.environ["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
+    H.use_cache(work, "qemu")
     s = H.Session(args.plugin, work)
     print("LLDB: " + s.version)
     # Signed return addresses: LLDB must know how many bits hold the address.

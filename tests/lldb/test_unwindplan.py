@@ -45,18 +45,6 @@ import lldb_harness as H
 UNTRACKED = ["rbx", "r12", "r13", "r14", "r15"]
 
 
-def frames_of(thread, limit=64):
-    """(function, pc, cfa) of LLDB's concrete frames."""
-    out = []
-    for i in range(min(thread.GetNumFrames(), limit)):
-        f = thread.GetFrameAtIndex(i)
-        if f.IsInlined() or f.IsArtificial():
-            continue
-        sym = f.GetSymbol()
-        out.append((sym.GetName() if sym.IsValid() else None, f.GetPC(), f.GetCFA(), i))
-    return out
-
-
 def relative(frames, sp0):
     return [(pc, cfa - sp0) for (_, pc, cfa, _) in frames]
 
@@ -131,7 +119,7 @@ def reference(plain, path, args, start=None, by_command=False):
             target = plain.create(copy)
             try:
                 process, thread = stop_at_trap(plain, target, args, by_command)
-                frames = frames_of(thread)
+                frames = H.frames_of(thread)
                 got = relative(frames, thread.GetFrameAtIndex(0).GetSP())
                 here = start_stack(process)
                 diff = (here - start) % STACK_ALIGN if start and here else 0
@@ -140,14 +128,6 @@ def reference(plain, path, args, start=None, by_command=False):
             finally:
                 plain.delete(target)
     return got, frames, diff
-
-
-def loaded_with_module(status_module):
-    """Whether LLDB got the plugin's file when it loaded the module (through
-    the search paths, or from the plugin's debuginfod responder), not from
-    `target symbols add` at a stop."""
-    detail = status_module["detail"]
-    return "debug-file-search-paths" in detail or "debuginfod responder" in detail
 
 
 def plans_from_log(path):
@@ -198,6 +178,16 @@ def caller_frames_off_plan(cov, plans, skip=(), allowed=("DWARF CFI",)):
     return want, {k: plans.get(k) for k in want if plans.get(k) not in allowed}
 
 
+def caller_plans(s, thread, log):
+    """At a stop, LLDB's unwind log (`log`) stopped: (the frames' function
+    names, the caller frames with an SFrame FDE, those of them whose plan
+    was not 'DWARF CFI': frame -> plan)."""
+    frames = H.frames_of(thread)
+    s.cmd("log disable lldb unwind")
+    want, wrong = caller_frames_off_plan(covered(s, thread, frames), plans_from_log(log))
+    return [f.function for f in frames], want, wrong
+
+
 # How the command flow names `target create` for some programs: its alias,
 # and options before the program (the plugin reads the program's path past them).
 CREATE_COMMANDS = {
@@ -231,7 +221,7 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
             ok, out, err = s.cmd("sframe cover")
             res.check(label + ": sframe cover", ok, err)
         process, thread = stop_at_trap(s, target, args, by_command=flow == "command")
-        frames = frames_of(thread)
+        frames = H.frames_of(thread)
         s.cmd("log disable lldb unwind")
         sp0 = thread.GetFrameAtIndex(0).GetSP()
         got = relative(frames, sp0)
@@ -245,7 +235,7 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
             # LLDB 23 asks its debuginfod servers first, and reuses the copy
             # its debuginfod client kept from the first session.
             res.check(label + ": LLDB found the debug file by itself (no plugin command)",
-                      mod and mod[0]["coverage"] == "in-use" and loaded_with_module(mod[0]), repr(mod))
+                      mod and mod[0]["coverage"] == "in-use" and H.loaded_with_module(mod[0]), repr(mod))
         if flow == "command":
             # Every module with SFrame got its file when LLDB loaded it (the
             # search paths, or the plugin's debuginfod responder), none at
@@ -253,7 +243,7 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
             st = s.json_cmd("sframe status --json")
             mods = [m for m in st["modules"] if m["sframe"] is not None]
             late = [(m["name"], m["coverage"], m["detail"]) for m in mods
-                    if m["coverage"] != "in-use" or not loaded_with_module(m)]
+                    if m["coverage"] != "in-use" or not H.loaded_with_module(m)]
             res.check(label + ": ordinary flow: the %d modules with SFrame were covered as LLDB loaded them" % len(mods),
                       mods and not late, repr(late))
             res.count("ordinary-flow modules covered as loaded", len(mods) - len(late))
@@ -360,15 +350,11 @@ def check_sb_hint(args, res, work, program_dir, name):
     target = s.create(prog)
     try:
         _, thread = stop_at_trap(s, target, [])
-        frames = frames_of(thread)
-        s.cmd("log disable lldb unwind")
+        _, _, stale = caller_plans(s, thread, log)
         err_file.flush()
         with open(err_path) as f:
             text = f.read()
         hint = [l for l in text.splitlines() if "hint:" in l and (name + ":") in l]
-        cov = covered(s, thread, frames)
-        plans = plans_from_log(log)
-        stale = {k: plans.get(k) for k in sorted(cov) if k >= 1 and plans.get(k) != "DWARF CFI"}
         if s.major < 23:
             res.check("SB API, no command, LLDB %d: the stop hook prints the hint" % s.major,
                       len(hint) == 1 and "sframe cover" in hint[0] and "CreateTarget" in hint[0], repr(text))
@@ -430,15 +416,10 @@ def check_attach(args, res, work):
         if not res.check("attach: process attach", ok and target.GetProcess().IsValid(), err):
             return
         thread = target.GetProcess().GetSelectedThread()
-        frames = frames_of(thread)
-        s.cmd("log disable lldb unwind")
-        names = [n for (n, _, _, _) in frames]
+        names, want, wrong = caller_plans(s, thread, log)
         chain = ["wait_here", "level_b", "level_a", "main"]
         at = names.index("wait_here") if "wait_here" in names else -1
         res.check("attach: LLDB's bt has the program's frames", at >= 0 and names[at:at + 4] == chain, repr(names))
-        cov = covered(s, thread, frames)
-        plans = plans_from_log(log)
-        want, wrong = caller_frames_off_plan(cov, plans)
         res.check("attach: LLDB used 'DWARF CFI' for the %d caller frames with an FDE" % len(want),
                   len(want) >= 3 and not wrong, "frame -> plan: %s" % wrong)
         st = s.json_cmd("sframe status --json")
@@ -550,14 +531,9 @@ def check_dlopen(args, res, work):
     try:
         ok, out, err = s.cmd("process launch -w " + H.quote(d), target)
         thread = target.GetProcess().GetSelectedThread()
-        frames = frames_of(thread)
-        s.cmd("log disable lldb unwind")
-        names = [n for (n, _, _, _) in frames]
+        names, want, wrong = caller_plans(s, thread, log)
         res.check("dlopen: LLDB's bt from the library to main",
                   names[:5] == ["lib_leaf", "lib_mid", "lib_entry", "call_it", "main"], repr(names))
-        cov = covered(s, thread, frames)
-        plans = plans_from_log(log)
-        want, wrong = caller_frames_off_plan(cov, plans)
         res.check("dlopen: LLDB used 'DWARF CFI' for the %d caller frames with an FDE" % len(want),
                   len(want) >= 4 and not wrong, "frame -> plan: %s" % wrong)
         st = s.json_cmd("sframe status --json")
@@ -584,7 +560,7 @@ def check_stripped(plain, s, res, work, label, cfi_path, noeh_path, args):
     target = plain.create(bare)
     try:
         _, thread = stop_at_trap(plain, target, args)
-        got = relative(frames_of(thread), thread.GetFrameAtIndex(0).GetSP())
+        got = relative(H.frames_of(thread), thread.GetFrameAtIndex(0).GetSP())
         res.check(label + " stripped: plain LLDB's bt is wrong", got != ref,
                   "plain LLDB got the reference backtrace; the fixture no longer proves anything")
     finally:
@@ -594,6 +570,26 @@ def check_stripped(plain, s, res, work, label, cfi_path, noeh_path, args):
     s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-stripped"))
     bare = stripped_copy(work, noeh_path, "plugin")
     check_program(plain, s, res, work, label + " stripped", cfi_path, bare, args, os.path.basename(bare))
+
+
+def level_2_buf(thread, index):
+    """The 64 bytes of level_2's `buf`, level_2 being frame `index`."""
+    f = thread.GetFrameAtIndex(index)
+    return [f.FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned() for k in range(64)]
+
+
+def level_2_reference(plain, g):
+    """The -g program `g` as built, at its trap in plain LLDB: (frame names,
+    level_2's buf, level_2's n)."""
+    target = plain.create(g)
+    try:
+        _, thread = stop_at_trap(plain, target, [])
+        frames = H.frames_of(thread)
+        lvl2 = next(i for (n, _, _, i) in frames if n == "level_2")
+        return ([n for (n, _, _, _) in frames], level_2_buf(thread, lvl2),
+                thread.GetFrameAtIndex(lvl2).FindVariable("n").GetValue())
+    finally:
+        plain.delete(target)
 
 
 def check_split_debug(plain, s, res, work):
@@ -608,17 +604,7 @@ def check_split_debug(plain, s, res, work):
     prog = os.path.join(work, "recurse-O2-nofp-g-split")
     subprocess.check_call(["objcopy", "--strip-debug", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr",
                            "--remove-section=.debug_frame", g, prog])
-    # The reference: the -g program as built.
-    target = plain.create(g)
-    try:
-        _, thread = stop_at_trap(plain, target, [])
-        ref_names = [n for (n, _, _, _) in frames_of(thread)]
-        lvl2 = next(i for (n, _, _, i) in frames_of(thread) if n == "level_2")
-        ref_buf = [thread.GetFrameAtIndex(lvl2).FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned()
-                   for k in range(64)]
-        ref_n = thread.GetFrameAtIndex(lvl2).FindVariable("n").GetValue()
-    finally:
-        plain.delete(target)
+    ref_names, ref_buf, ref_n = level_2_reference(plain, g)
     s.cmd("settings append target.debug-file-search-paths " + sysdebug)
     shutil.rmtree(os.path.join(work, "cache-split"), ignore_errors=True)
     s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-split"))
@@ -628,7 +614,7 @@ def check_split_debug(plain, s, res, work):
     target = s.create_by_command(prog)
     try:
         _, thread = stop_at_trap(s, target, [], by_command=True)
-        frames = frames_of(thread)
+        frames = H.frames_of(thread)
         names = [n for (n, _, _, _) in frames]
         # Up to main's caller: what lies above (crt's _start, without CFI
         # here) is LLDB's own business.
@@ -638,17 +624,16 @@ def check_split_debug(plain, s, res, work):
         lvl2 = next((i for (n, _, _, i) in frames if n == "level_2"), None)
         if not res.check("split -g: level_2 is on the stack", lvl2 is not None, repr(names)):
             return
-        f = thread.GetFrameAtIndex(lvl2)
-        buf = [f.FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned() for k in range(64)]
+        buf = level_2_buf(thread, lvl2)
         res.check("split -g: frame variable buf in level_2 (frame %d)" % lvl2, buf == ref_buf and any(buf),
                   "%s vs %s" % (buf[:8], ref_buf[:8]))
-        n = f.FindVariable("n")
+        n = thread.GetFrameAtIndex(lvl2).FindVariable("n")
         res.check("split -g: n in level_2 is the CFI build's value or unavailable, never another",
                   n.GetValue() in (None, ref_n), "n = %r, reference %r" % (n.GetValue(), ref_n))
         st = s.json_cmd("sframe status --json")
         mod = [m for m in st["modules"] if m["name"] == os.path.basename(prog)][0]
         res.check("split -g: LLDB got the plugin's file (made from the separate debug file) as it loaded the program",
-                  mod["coverage"] == "in-use" and loaded_with_module(mod), repr(mod))
+                  mod["coverage"] == "in-use" and H.loaded_with_module(mod), repr(mod))
     finally:
         s.delete(target)
 
@@ -662,15 +647,7 @@ def check_own_dwarf(plain, s, res, work):
     subprocess.check_call(["objcopy", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr",
                            "--remove-section=.debug_frame", g, prog])
     major = int(re.search(r"version (\d+)", s.version).group(1))
-    target = plain.create(g)
-    try:
-        _, thread = stop_at_trap(plain, target, [])
-        ref_names = [n for (n, _, _, _) in frames_of(thread)]
-        lvl2 = next(i for (n, _, _, i) in frames_of(thread) if n == "level_2")
-        ref_buf = [thread.GetFrameAtIndex(lvl2).FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned()
-                   for k in range(64)]
-    finally:
-        plain.delete(target)
+    ref_names, ref_buf, _ = level_2_reference(plain, g)
     shutil.rmtree(os.path.join(work, "cache-own-dwarf"), ignore_errors=True)
     s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-own-dwarf"))
     target = s.create(prog)
@@ -687,14 +664,13 @@ def check_own_dwarf(plain, s, res, work):
             return
         res.check("own DWARF, LLDB %d: covered" % major, mod["coverage"] == "in-use", repr(mod))
         _, thread = stop_at_trap(s, target, [])
-        frames = frames_of(thread)
+        frames = H.frames_of(thread)
         names = [n for (n, _, _, _) in frames]
         upto = ref_names.index("main") + 2
         res.check("own DWARF, LLDB %d: bt names the CFI build's frames" % major, names[:upto] == ref_names[:upto],
                   "%s vs %s" % (names, ref_names))
         lvl2 = next((i for (n, _, _, i) in frames if n == "level_2"), None)
-        buf = [thread.GetFrameAtIndex(lvl2).FindVariable("buf").GetChildAtIndex(k).GetValueAsUnsigned()
-               for k in range(64)] if lvl2 is not None else []
+        buf = level_2_buf(thread, lvl2) if lvl2 is not None else []
         res.check("own DWARF, LLDB %d: frame variable buf in level_2" % major, buf == ref_buf and any(buf),
                   "%s vs %s" % (buf[:8], ref_buf[:8]))
     finally:
@@ -702,8 +678,7 @@ def check_own_dwarf(plain, s, res, work):
 
 
 def run(args, work, res):
-    os.environ["SFUNWIND_LLDB_CACHE"] = os.path.join(work, "cache-unwindplan")
-    shutil.rmtree(os.environ["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
+    H.use_cache(work, "unwindplan")
     plain = H.Session(None, work)
     s = H.Session(args.plugin, work)
     print("LLDB: " + s.version)
