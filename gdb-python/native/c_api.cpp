@@ -259,39 +259,6 @@ size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size
     }
 }
 
-int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_gdb_regs* regs,
-                      int topmost, uint64_t window_addr, const uint8_t* window, size_t window_size,
-                      sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg,
-                      struct sfunwind_gdb_step_result* out) {
-    try {
-        if (row == nullptr || regs == nullptr || out == nullptr)
-            return fail_argument("null argument");
-        if (window == nullptr && window_size != 0) return fail_argument("window without bytes");
-        const g::OpenModule* m = g::table().get(row->module);
-        if (m == nullptr) return fail_argument("the row's module is closed");
-        sfunwind::FrameRegs callee{regs->pc, regs->sp, regs->fp, std::nullopt};
-        if (regs->has_ra != 0) callee.ra = regs->ra;
-        CallbackMemory fallback(read);
-        sfunwind::WindowMemory memory(
-            window_addr, std::span<const std::uint8_t>(window, window_size), &fallback);
-        CallbackRegisters extra(reg);
-        const sfunwind::Row r = g::from_c(*row);
-        auto next = sfunwind::step(r, m->abi(), callee, topmost != 0, memory, &extra);
-        if (!next) return fail(next.error());
-        *out = {};
-        out->pc = next->caller.pc;
-        out->sp = next->caller.sp;
-        out->fp = next->caller.fp;
-        out->cfa = next->cfa;
-        out->fp_restored = next->fp_restored ? 1U : 0U;
-        out->fallback_reads = memory.fallback_reads();
-        g::table().record_caller(out->pc, out->sp, r.signal_frame);
-        return SFUNWIND_GDB_OK;
-    } catch (...) {
-        return fail_exception();
-    }
-}
-
 void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg) {
     callbacks().read = read;
     callbacks().reg = reg;

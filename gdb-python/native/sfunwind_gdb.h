@@ -4,8 +4,7 @@
  * of modules (an executable or shared library's unwind table and its load
  * bias: the SFrame section, or for a 64-bit PowerPC file without one, its
  * traceback tables); Python fills it, and both unwind paths read it:
- *   - the Python unwinder calls sfunwind_gdb_lookup() and sfunwind_gdb_step()
- *     for each frame;
+ *   - the Python unwinder calls sfunwind_gdb_unwind() for each frame;
  *   - after `jit-reader-load` of this same file, GDB calls the reader entry
  *     points (jit_reader.cpp) for each frame, without Python.
  * GDB loads the file once (dlopen of the same path returns the same handle),
@@ -27,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 4 };
+enum { SFUNWIND_GDB_API_VERSION = 5 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -87,26 +86,6 @@ struct sfunwind_gdb_row {
     uint16_t reserved2;
     uint32_t window_size;
     int64_t window_offset;
-};
-
-/* The registers a step needs. has_ra: ra holds the link register (AArch64
- * x30, s390x r14), known in the topmost frame only. */
-struct sfunwind_gdb_regs {
-    uint64_t pc;
-    uint64_t sp;
-    uint64_t fp;
-    uint64_t ra;
-    uint32_t has_ra;
-    uint32_t reserved;
-};
-
-struct sfunwind_gdb_step_result {
-    uint64_t pc; /* caller's PC (PAC bits stripped) */
-    uint64_t sp;
-    uint64_t fp;
-    uint64_t cfa;
-    uint32_t fp_restored;    /* the FP came from the stack */
-    uint32_t fallback_reads; /* reads the window did not cover */
 };
 
 /* Fills `len` bytes at `buf` from target address `addr`; returns 1 on
@@ -183,23 +162,14 @@ int sfunwind_gdb_lookup(uint64_t pc, struct sfunwind_gdb_row* out);
 /* The row for a frame whose registers are (pc, sp), at GDB frame level
  * `level` (-1 when unknown): decides whether pc is exact (the topmost frame,
  * a frame a signal interrupted) or a return address (looked up at pc - 1),
- * from the level, the frames sfunwind_gdb_step() produced since the last
- * sfunwind_gdb_new_stop(), and the rows (see module_table.cpp). *topmost
- * receives 1 when the frame's registers are all live (pass it to step). */
+ * from the level, the frames sfunwind_gdb_unwind() and the JIT reader
+ * produced since the last sfunwind_gdb_new_stop(), and the rows (see
+ * module_table.cpp). *topmost receives 1 when the frame's registers are all
+ * live. */
 int sfunwind_gdb_lookup_frame(uint64_t pc, uint64_t sp, int32_t level, struct sfunwind_gdb_row* out,
                               int* topmost);
 /* "CFA=rsp+16 RA=[CFA-8] FP=u" for a row. Returns the length written. */
 size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size_t size);
-/* One step (sfunwind::step): the caller's registers from this frame's and
- * the row, and records the caller for sfunwind_gdb_lookup_frame(). `window` holds `window_size`
- * bytes of target memory at `window_addr` (may be empty); other reads go to `read` (may be null).
- * Registers a rule names beyond pc/sp/fp/ra come from `reg` (may be null),
- * in the topmost frame only. Returns OUTERMOST at the end of the stack. */
-int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_gdb_regs* regs,
-                      int topmost, uint64_t window_addr, const uint8_t* window, size_t window_size,
-                      sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg,
-                      struct sfunwind_gdb_step_result* out);
-
 /* A frame as GDB's Python unwinder sees it. */
 struct sfunwind_gdb_frame {
     uint64_t pc;

@@ -7,7 +7,7 @@ every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
 import ctypes
 import os
 
-API_VERSION = 4
+API_VERSION = 5
 
 # enum sfunwind_gdb_status
 OK = 0
@@ -60,28 +60,6 @@ class Row(ctypes.Structure):
         ("reserved2", ctypes.c_uint16),
         ("window_size", ctypes.c_uint32),
         ("window_offset", ctypes.c_int64),
-    ]
-
-
-class Regs(ctypes.Structure):
-    _fields_ = [
-        ("pc", ctypes.c_uint64),
-        ("sp", ctypes.c_uint64),
-        ("fp", ctypes.c_uint64),
-        ("ra", ctypes.c_uint64),
-        ("has_ra", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32),
-    ]
-
-
-class StepResult(ctypes.Structure):
-    _fields_ = [
-        ("pc", ctypes.c_uint64),
-        ("sp", ctypes.c_uint64),
-        ("fp", ctypes.c_uint64),
-        ("cfa", ctypes.c_uint64),
-        ("fp_restored", ctypes.c_uint32),
-        ("fallback_reads", ctypes.c_uint32),
     ]
 
 
@@ -210,9 +188,6 @@ class Library:
                                    ctypes.POINTER(Row), ctypes.POINTER(ctypes.c_int))
         self._describe = fn("sfunwind_gdb_describe", ctypes.c_size_t, ctypes.POINTER(Row), ctypes.c_char_p,
                             ctypes.c_size_t)
-        self.step_raw = fn("sfunwind_gdb_step", ctypes.c_int, ctypes.POINTER(Row), ctypes.POINTER(Regs),
-                           ctypes.c_int, u64, ctypes.c_char_p, ctypes.c_size_t, READ_FN, REG_FN,
-                           ctypes.POINTER(StepResult))
         self.set_callbacks = fn("sfunwind_gdb_set_callbacks", None, READ_FN, REG_FN)
         # Addresses (ctypes.addressof) rather than POINTER types: converting
         # an int argument is the cheapest ctypes does, and this runs per frame.
