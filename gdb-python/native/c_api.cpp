@@ -6,7 +6,6 @@
 #include "frame_unwind.hpp"
 #include "module_table.hpp"
 #include "sfunwind/unwind/step.hpp"
-#include "sfunwind/unwind/window.hpp"
 #include "sfunwind_gdb.h"
 
 #include <algorithm>
@@ -88,6 +87,14 @@ struct Callbacks {
 Callbacks& callbacks() {
     static Callbacks c;
     return c;
+}
+
+// The stack bytes sfunwind_gdb_unwind() read at this stop. The JIT reader
+// has none: nothing tells it when the inferior ran (Python does, through
+// sfunwind_gdb_new_stop()), so it reads each frame's window afresh.
+g::StackChunk& stack_chunk() {
+    static g::StackChunk chunk;
+    return chunk;
 }
 
 } // namespace
@@ -206,6 +213,7 @@ int sfunwind_gdb_unplace(int32_t module) {
 void sfunwind_gdb_reset(void) {
     try {
         g::table().reset();
+        stack_chunk().clear();
     } catch (...) {
         fail_exception();
     }
@@ -268,19 +276,14 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
                         struct sfunwind_gdb_unwind_result* out) {
     try {
         if (frame == nullptr || out == nullptr) return fail_argument("null argument");
-        if (frame->window == nullptr && frame->window_size != 0)
-            return fail_argument("window without bytes");
         g::FrameInput in;
         in.pc = frame->pc;
-        in.sp = frame->sp;
+        if (frame->has_sp != 0) in.sp = frame->sp;
         if (frame->has_fp != 0) in.fp = frame->fp;
-        if (frame->has_ra != 0) in.ra = frame->ra;
         in.level = frame->level;
         CallbackMemory target(callbacks().read);
         CallbackRegisters registers(callbacks().reg);
-        auto done = g::unwind_frame(
-            g::table(), in, frame->window_addr,
-            std::span<const std::uint8_t>(frame->window, frame->window_size), target, registers);
+        auto done = g::unwind_frame(g::table(), in, target, registers, &stack_chunk());
         if (!done) return fail(done.error());
         *out = {};
         out->pc = done->step.caller.pc;
@@ -292,13 +295,7 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
         out->topmost = done->topmost ? 1U : 0U;
         out->fp_restored = done->step.fp_restored ? 1U : 0U;
         out->fallback_reads = done->fallback_reads;
-        sfunwind_gdb_row row{};
-        g::to_c(done->found, row);
-        out->row_flags = row.flags;
-        out->window_reg = done->plan.base_reg;
-        out->needs_fp = done->needs_fp ? 1U : 0U;
-        out->window_size = done->plan.size;
-        out->window_offset = done->plan.offset;
+        out->row_flags = g::row_flags(done->found.row);
         return SFUNWIND_GDB_OK;
     } catch (...) {
         return fail_exception();
@@ -307,6 +304,12 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
 
 void sfunwind_gdb_new_stop(void) {
     g::table().new_stop();
+    stack_chunk().clear();
+}
+
+void sfunwind_gdb_forget_stack(void) {
+    g::table().forget_produced_registers();
+    stack_chunk().clear();
 }
 
 void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp) {

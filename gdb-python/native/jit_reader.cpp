@@ -167,7 +167,7 @@ std::optional<Unwound> unwind_frame(gdb_unwind_callbacks* cb) {
     in.fp = *fp;
     JitMemory target(cb->target_read);
     JitRegisters registers(cb, abi->order);
-    auto done = g::unwind_frame(g::table(), in, 0, {}, target, registers);
+    auto done = g::unwind_frame(g::table(), in, target, registers, nullptr);
     if (!done) {
         ++st.stats.failures;
         return std::nullopt;

@@ -187,6 +187,12 @@ const Abi* ModuleTable::abi() const noexcept {
     return mods.empty() ? nullptr : mods.front().abi();
 }
 
+const Abi* ModuleTable::abi_at(std::uint64_t pc) const noexcept {
+    const Module* m = placed_.find(pc);
+    if (m == nullptr && pc != 0) m = placed_.find(pc - 1);
+    return m == nullptr ? nullptr : m->abi();
+}
+
 Expected<FoundRow> ModuleTable::lookup(std::uint64_t pc) const {
     const Module* m = placed_.find(pc);
     if (m == nullptr)
@@ -249,13 +255,23 @@ Expected<FrameLookup> ModuleTable::lookup_frame(std::uint64_t pc, std::uint64_t 
     return FrameLookup{*at_pc, true};
 }
 
-void ModuleTable::record_caller(std::uint64_t pc, std::uint64_t sp, bool interrupted) {
+void ModuleTable::record_caller(const FrameRegs& caller, std::int32_t level, bool interrupted) {
     if (callers_.size() >= max_recorded_callers) callers_.clear();
-    callers_[FrameKey{pc, sp}] = interrupted;
+    callers_[FrameKey{caller.pc, caller.sp}] = interrupted;
+    latest_caller_ = LatestCaller{caller, level};
+}
+
+std::optional<FrameRegs> ModuleTable::produced_caller(std::int32_t level,
+                                                      std::uint64_t pc) const noexcept {
+    if (level < 1 || !latest_caller_ || latest_caller_->level != level ||
+        latest_caller_->regs.pc != pc)
+        return std::nullopt;
+    return latest_caller_->regs;
 }
 
 void ModuleTable::new_stop() noexcept {
     callers_.clear();
+    latest_caller_.reset();
     topmost_.reset();
 }
 

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 5 };
+enum { SFUNWIND_GDB_API_VERSION = 6 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -173,47 +173,38 @@ size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size
 /* A frame as GDB's Python unwinder sees it. */
 struct sfunwind_gdb_frame {
     uint64_t pc;
-    uint64_t sp;
+    uint64_t sp; /* if has_sp */
     uint64_t fp; /* if has_fp */
-    uint64_t ra; /* the link register, if has_ra */
+    uint32_t has_sp;
     uint32_t has_fp;
-    uint32_t has_ra;
-    int32_t level;         /* GDB's frame level, -1 if unknown */
-    uint32_t window_size;  /* bytes at `window` (0: no window) */
-    uint64_t window_addr;  /* target address of window[0] */
-    const uint8_t* window; /* prefetched stack memory */
+    int32_t level; /* GDB's frame level, -1 if unknown */
+    uint32_t reserved;
 };
 
 struct sfunwind_gdb_unwind_result {
     uint64_t pc; /* the caller's registers (PAC bits stripped) */
     uint64_t sp;
-    uint64_t fp;
+    uint64_t fp; /* restored from the stack, or the frame's own */
     uint64_t cfa;
     uint64_t func_start; /* run time: with cfa, the frame's id */
     int32_t module;
     uint32_t topmost; /* the frame was looked up at its exact pc */
     uint32_t fp_restored;
-    uint32_t fallback_reads; /* reads neither window served */
+    uint32_t fallback_reads; /* reads the stack window did not serve */
     uint32_t row_flags;      /* sfunwind_gdb_row_flags */
-    /* The window the row's step reads, [value of window_reg + window_offset,
-     * + window_size): prefetch it when this pc comes again. */
-    uint16_t window_reg;
-    uint16_t needs_fp; /* the row's rules read the FP's value */
-    uint32_t window_size;
-    int64_t window_offset;
+    uint32_t reserved;
 };
 
-/* Where sfunwind_gdb_unwind() reads memory and registers it was not given. */
+/* Where sfunwind_gdb_unwind() reads memory and registers. */
 void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg);
-/* One frame in one call: sfunwind_gdb_lookup_frame(), then the step with
- * the frame's prefetched window (may be empty). If the
- * row's window is not inside it, that window is read through the read
- * callback in one request. The link register (if the frame is topmost and
- * has_ra is 0) and the FP (if the rules read it and has_fp is 0) come from
- * the register callback. Without has_fp, out->fp is meaningful only when
- * out->fp_restored: otherwise the caller's FP is the frame's own, which the
- * caller of this function already holds (GDB's Python API charges for
- * every register value converted to a number). */
+/* One frame in one call: sfunwind_gdb_lookup_frame(), then the step. A
+ * frame without has_sp or has_fp takes them from the caller the previous
+ * call produced when `level` and `pc` are that caller's (GDB took the
+ * frame's registers from that call's result), else from the register
+ * callback, as it does the link register of a topmost frame. The stack
+ * window the row's step reads comes from bytes read ahead at this stop
+ * (1 KiB towards older frames, one read callback for many frames), which
+ * sfunwind_gdb_new_stop() forgets. */
 int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
                         struct sfunwind_gdb_unwind_result* out);
 
@@ -227,9 +218,15 @@ struct sfunwind_gdb_native_stats {
 void sfunwind_gdb_get_native_stats(struct sfunwind_gdb_native_stats* out);
 /* Whether the JIT reader unwinds (it declines every frame when off). */
 void sfunwind_gdb_native_enable(int on);
-/* Forget which frames the steps produced (call when the inferior resumes:
- * a recorded pc/sp may then be a new topmost frame). */
+/* Forget which frames the steps produced and the stack bytes read (call
+ * when the inferior resumes or its memory or registers are written: a
+ * recorded pc/sp may then be a new topmost frame). */
 void sfunwind_gdb_new_stop(void);
+/* Forget the stack bytes read and the registers of the caller last
+ * produced, but not which frames are callers or topmost: for a new program,
+ * target or objfile, where the same addresses may hold other values
+ * although the inferior did not run. */
+void sfunwind_gdb_forget_stack(void);
 /* The topmost frame of the thread being unwound, when Python knows it. */
 void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp);
 

@@ -7,7 +7,7 @@ every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
 import ctypes
 import os
 
-API_VERSION = 5
+API_VERSION = 6
 
 # enum sfunwind_gdb_status
 OK = 0
@@ -68,13 +68,10 @@ class Frame(ctypes.Structure):
         ("pc", ctypes.c_uint64),
         ("sp", ctypes.c_uint64),
         ("fp", ctypes.c_uint64),
-        ("ra", ctypes.c_uint64),
+        ("has_sp", ctypes.c_uint32),
         ("has_fp", ctypes.c_uint32),
-        ("has_ra", ctypes.c_uint32),
         ("level", ctypes.c_int32),
-        ("window_size", ctypes.c_uint32),
-        ("window_addr", ctypes.c_uint64),
-        ("window", ctypes.c_char_p),
+        ("reserved", ctypes.c_uint32),
     ]
 
 
@@ -90,10 +87,7 @@ class UnwindResult(ctypes.Structure):
         ("fp_restored", ctypes.c_uint32),
         ("fallback_reads", ctypes.c_uint32),
         ("row_flags", ctypes.c_uint32),
-        ("window_reg", ctypes.c_uint16),
-        ("needs_fp", ctypes.c_uint16),
-        ("window_size", ctypes.c_uint32),
-        ("window_offset", ctypes.c_int64),
+        ("reserved", ctypes.c_uint32),
     ]
 
 
@@ -195,6 +189,7 @@ class Library:
         self._native_stats = fn("sfunwind_gdb_get_native_stats", None, ctypes.POINTER(NativeStats))
         self.native_enable = fn("sfunwind_gdb_native_enable", None, ctypes.c_int)
         self.new_stop = fn("sfunwind_gdb_new_stop", None)
+        self.forget_stack = fn("sfunwind_gdb_forget_stack", None)
         self.set_topmost = fn("sfunwind_gdb_set_topmost", None, u64, u64)
         self.has_jit_reader = hasattr(lib, "gdb_init_reader")
 
