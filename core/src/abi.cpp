@@ -12,6 +12,11 @@ constexpr std::array<const char*, 17> amd64_names = {"rax", "rdx", "rcx", "rbx",
                                                      "rbp", "rsp", "r8",  "r9",  "r10", "r11",
                                                      "r12", "r13", "r14", "r15", "rip"};
 
+// s390x ELF ABI supplement, "DWARF register number mapping": DWARF
+// registers 16-31 are these floating-point registers, in this order.
+constexpr std::array<std::uint8_t, 16> s390x_fprs = {0, 2,  4,  6,  1, 3,  5,  7,
+                                                     8, 10, 12, 14, 9, 11, 13, 15};
+
 const Abi amd64{Arch::X86_64, ByteOrder::Little, "amd64", 7, 6, 16, 0, false, 16};
 const Abi aarch64_le{Arch::AArch64, ByteOrder::Little, "aarch64", 31, 29, 30, 0, true, 16};
 const Abi aarch64_be{Arch::AArch64, ByteOrder::Big, "aarch64_be", 31, 29, 30, 0, true, 16};
@@ -35,7 +40,13 @@ const Abi& abi_ppc64(ByteOrder order) noexcept {
     return order == ByteOrder::Big ? ppc64_be : ppc64_le;
 }
 
-std::string register_name(const Abi& abi, std::uint16_t reg) {
+const Abi* abi_named(std::string_view name) noexcept {
+    for (const Abi* abi : {&amd64, &aarch64_le, &aarch64_be, &s390x, &ppc64_be, &ppc64_le})
+        if (abi->name == name) return abi;
+    return nullptr;
+}
+
+std::optional<std::string> known_register_name(const Abi& abi, std::uint16_t reg) {
     switch (abi.arch) {
     case Arch::X86_64:
         if (reg < amd64_names.size()) return amd64_names[reg];
@@ -46,14 +57,18 @@ std::string register_name(const Abi& abi, std::uint16_t reg) {
         break;
     case Arch::S390x:
         if (reg <= 15) return "r" + std::to_string(reg);
-        if (reg <= 31) return "f" + std::to_string(reg - 16);
+        if (reg <= 31) return "f" + std::to_string(s390x_fprs[reg - 16U]);
         break;
     case Arch::Ppc64:
         if (reg <= 31) return "r" + std::to_string(reg);
         if (reg == 65) return "lr";
         break;
     }
-    return "r" + std::to_string(reg);
+    return std::nullopt;
+}
+
+std::string register_name(const Abi& abi, std::uint16_t reg) {
+    return known_register_name(abi, reg).value_or("r" + std::to_string(reg));
 }
 
 } // namespace sfunwind

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace sfunwind {
@@ -34,7 +35,13 @@ const Abi& abi_aarch64(ByteOrder order) noexcept;
 const Abi& abi_s390x() noexcept;
 const Abi& abi_ppc64(ByteOrder order) noexcept;
 
-// Name of a DWARF register of this ABI ("rbp", "x29", "r14"), or "r<N>".
+// The ABI whose Abi::name is `name`, or null.
+const Abi* abi_named(std::string_view name) noexcept;
+
+// Name of a DWARF register of this ABI ("rbp", "x29", "r14", "f2"), or
+// nullopt when the psABI gives the number no register sfunwind names.
+std::optional<std::string> known_register_name(const Abi& abi, std::uint16_t dwarf_reg);
+// known_register_name(), or "r<N>".
 std::string register_name(const Abi& abi, std::uint16_t dwarf_reg);
 
 } // namespace sfunwind
