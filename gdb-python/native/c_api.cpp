@@ -5,6 +5,7 @@
 #include "c_rows.hpp"
 #include "frame_unwind.hpp"
 #include "module_table.hpp"
+#include "sfunwind/abi.hpp"
 #include "sfunwind/unwind/step.hpp"
 #include "sfunwind_gdb.h"
 
@@ -169,6 +170,41 @@ int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info
         out->sp_from_cfa = abi.sp_from_cfa;
         copy_string(abi.name, out->abi_name);
         copy_string(m->kind(), out->kind);
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+int sfunwind_gdb_get_abi_info(const char* abi_name, struct sfunwind_gdb_abi_info* out) {
+    try {
+        const sfunwind::Abi* abi = abi_name != nullptr ? sfunwind::abi_named(abi_name) : nullptr;
+        if (abi == nullptr || out == nullptr) return fail_argument("no such ABI");
+        *out = {};
+        out->sp_reg = abi->sp_reg;
+        out->fp_reg = abi->fp_reg;
+        out->ra_reg = abi->ra_reg;
+        out->ra_in_register = abi->ra_in_register ? 1U : 0U;
+        out->sp_from_cfa = abi->sp_from_cfa;
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+int sfunwind_gdb_register_name(const char* abi_name, uint32_t reg, char* buf, size_t size) {
+    try {
+        const sfunwind::Abi* abi = abi_name != nullptr ? sfunwind::abi_named(abi_name) : nullptr;
+        if (abi == nullptr || buf == nullptr || size == 0) return fail_argument("no such ABI");
+        const auto name = reg <= 0xffff
+                              ? sfunwind::known_register_name(*abi, static_cast<std::uint16_t>(reg))
+                              : std::nullopt;
+        if (!name)
+            return fail(Error(Errc::NotFound, std::string(abi->name) + " names no DWARF register " +
+                                                  std::to_string(reg)));
+        const std::size_t n = std::min(size - 1, name->size());
+        std::memcpy(buf, name->data(), n);
+        buf[n] = '\0';
         return SFUNWIND_GDB_OK;
     } catch (...) {
         return fail_exception();

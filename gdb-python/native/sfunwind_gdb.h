@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 6 };
+enum { SFUNWIND_GDB_API_VERSION = 7 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -128,6 +128,16 @@ struct sfunwind_gdb_module_info {
     char kind[32];     /* "SFrame v3", "ppc64 traceback tables" */
 };
 
+/* An ABI's registers and stack layout (sfunwind::Abi). */
+struct sfunwind_gdb_abi_info {
+    uint16_t sp_reg; /* DWARF numbers of the SP, FP, RA */
+    uint16_t fp_reg;
+    uint16_t ra_reg;
+    uint16_t ra_in_register; /* the ABI has a link register */
+    int32_t sp_from_cfa;     /* caller SP = CFA + this */
+    uint32_t reserved;
+};
+
 int sfunwind_gdb_api_version(void);
 /* The message of the last failed call (empty if none). Valid until the next call. */
 const char* sfunwind_gdb_last_error(void);
@@ -145,6 +155,14 @@ int32_t sfunwind_gdb_open_file(const char* path);
 int32_t sfunwind_gdb_open_bytes(const uint8_t* bytes, size_t size, uint64_t vaddr,
                                 const char* name);
 int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info* out);
+/* The ABI named `abi_name` (sfunwind_gdb_module_info.abi_name: "amd64",
+ * "aarch64", "aarch64_be", "s390x", "ppc64", "ppc64le"), for callers that
+ * know the architecture but no module; BAD_ARGUMENT for another name. */
+int sfunwind_gdb_get_abi_info(const char* abi_name, struct sfunwind_gdb_abi_info* out);
+/* The psABI's name of DWARF register `reg` in that ABI ("rbp", "x29",
+ * "r14", "f2"), NUL-terminated in `buf` (cut to `size` bytes); NOT_FOUND
+ * when the ABI gives the number no register sfunwind names. */
+int sfunwind_gdb_register_name(const char* abi_name, uint32_t reg, char* buf, size_t size);
 /* Link-time address of a named ELF section of a module opened from a file
  * (for load bias computations); NOT_FOUND if there is none. */
 int sfunwind_gdb_section_vaddr(int32_t module, const char* name, uint64_t* out);

@@ -124,7 +124,7 @@ class Engine:
     def _set_arch(self, pf):
         name = pf.architecture().name()
         self._arch_name = name
-        self.regs = regs = arch_mod.for_arch(name)
+        self.regs = regs = arch_mod.for_arch(self.lib, name)
         self._cast = None
         self._code = _Values()
         self._pc_values = self._fp_values = self._code
@@ -142,14 +142,14 @@ class Engine:
             pass
         self._pc_id, self._sp_id, self._fp_id, link_id = ids
         self._pseudo_pc = regs.pseudo_pc
-        dwarf = {v: k for k, v in regs.dwarf_names.items()}
-        for name, ident in zip(names[1:], ids[1:]):
-            if name is not None:
-                self._dwarf_ids[dwarf[name]] = ident
+        abi = regs.abi
+        self._dwarf_ids = {abi.sp_reg: ids[1], abi.fp_reg: ids[2]}
+        if link_id is not None:
+            self._dwarf_ids[abi.ra_reg] = link_id
 
     def _gdb_register_id(self, number):
         """GDB's id of DWARF register `number`, or False."""
-        name = self.regs.dwarf_name(number) if self.regs else None
+        name = self.regs.abi.register_name(number) if self.regs else None
         return name if name is not None else False
 
     # -- callbacks from the library -----------------------------------------

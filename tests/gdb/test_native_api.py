@@ -167,6 +167,21 @@ def main():
     except native.NativeError as e:
         check("open garbage bytes fails", "garbage" in str(e), e)
 
+    # ABI facts and register names come from the core, by ABI name.
+    s390x = lib.abi("s390x")
+    check("ABI s390x: SP, FP, RA, sp_from_cfa",
+          (s390x.sp_reg, s390x.fp_reg, s390x.ra_reg, s390x.ra_in_register, s390x.sp_from_cfa) == (15, 11, 14, True, -160))
+    amd64 = lib.abi("amd64")
+    check("ABI amd64: names", [amd64.register_name(n) for n in (amd64.sp_reg, amd64.fp_reg, amd64.ra_reg, 17)]
+          == ["rsp", "rbp", "rip", None])
+    check("ABI s390x: DWARF 17 is f2", s390x.register_name(17) == "f2", s390x.register_name(17))
+    check("ABI aarch64_be: x29, sp", [lib.abi("aarch64_be").register_name(n) for n in (29, 31)] == ["x29", "sp"])
+    try:
+        lib.abi("aarch64-be")
+        check("an unknown ABI name fails", False)
+    except native.NativeError as e:
+        check("an unknown ABI name fails", e.status == native.BAD_ARGUMENT, e)
+
     stack = Stack()
     regs = Registers()
     read_cb = native.READ_FN(stack.read)
