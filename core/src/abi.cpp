@@ -47,7 +47,13 @@ const Abi& abi_ppc64(ByteOrder order) noexcept {
     return order == ByteOrder::Big ? ppc64_be : ppc64_le;
 }
 
-std::string known_register_name(const Abi& abi, std::uint16_t reg) {
+const Abi* abi_named(std::string_view name) noexcept {
+    for (const Abi* abi : {&amd64, &aarch64_le, &aarch64_be, &s390x, &ppc64_be, &ppc64_le})
+        if (abi->name == name) return abi;
+    return nullptr;
+}
+
+std::optional<std::string> known_register_name(const Abi& abi, std::uint16_t reg) {
     switch (abi.arch) {
     case Arch::X86_64:
         if (reg < amd64_names.size()) return amd64_names[reg];
@@ -65,12 +71,11 @@ std::string known_register_name(const Abi& abi, std::uint16_t reg) {
         if (reg == 65) return "lr";
         break;
     }
-    return {};
+    return std::nullopt;
 }
 
 std::string register_name(const Abi& abi, std::uint16_t reg) {
-    std::string name = known_register_name(abi, reg);
-    return name.empty() ? "r" + std::to_string(reg) : name;
+    return known_register_name(abi, reg).value_or("r" + std::to_string(reg));
 }
 
 std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi) {

@@ -5,8 +5,8 @@
 #include "c_rows.hpp"
 #include "frame_unwind.hpp"
 #include "module_table.hpp"
+#include "sfunwind/abi.hpp"
 #include "sfunwind/unwind/step.hpp"
-#include "sfunwind/unwind/window.hpp"
 #include "sfunwind_gdb.h"
 
 #include <algorithm>
@@ -96,6 +96,14 @@ Callbacks& callbacks() {
     return c;
 }
 
+// The stack bytes sfunwind_gdb_unwind() read at this stop. The JIT reader
+// has none: nothing tells it when the inferior ran (Python does, through
+// sfunwind_gdb_new_stop()), so it reads each frame's window afresh.
+g::StackChunk& stack_chunk() {
+    static g::StackChunk chunk;
+    return chunk;
+}
+
 } // namespace
 
 extern "C" {
@@ -174,6 +182,41 @@ int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info
     }
 }
 
+int sfunwind_gdb_get_abi_info(const char* abi_name, struct sfunwind_gdb_abi_info* out) {
+    try {
+        const sfunwind::Abi* abi = abi_name != nullptr ? sfunwind::abi_named(abi_name) : nullptr;
+        if (abi == nullptr || out == nullptr) return fail_argument("no such ABI");
+        *out = {};
+        out->sp_reg = abi->sp_reg;
+        out->fp_reg = abi->fp_reg;
+        out->ra_reg = abi->ra_reg;
+        out->ra_in_register = abi->ra_in_register ? 1U : 0U;
+        out->sp_from_cfa = abi->sp_from_cfa;
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+int sfunwind_gdb_register_name(const char* abi_name, uint32_t reg, char* buf, size_t size) {
+    try {
+        const sfunwind::Abi* abi = abi_name != nullptr ? sfunwind::abi_named(abi_name) : nullptr;
+        if (abi == nullptr || buf == nullptr || size == 0) return fail_argument("no such ABI");
+        const auto name = reg <= 0xffff
+                              ? sfunwind::known_register_name(*abi, static_cast<std::uint16_t>(reg))
+                              : std::nullopt;
+        if (!name)
+            return fail(Error(Errc::NotFound, std::string(abi->name) + " names no DWARF register " +
+                                                  std::to_string(reg)));
+        const std::size_t n = std::min(size - 1, name->size());
+        std::memcpy(buf, name->data(), n);
+        buf[n] = '\0';
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
 int sfunwind_gdb_section_vaddr(int32_t module, const char* name, uint64_t* out) {
     try {
         const g::OpenModule* m = g::table().get(module);
@@ -212,6 +255,7 @@ int sfunwind_gdb_unplace(int32_t module) {
 void sfunwind_gdb_reset(void) {
     try {
         g::table().reset();
+        stack_chunk().clear();
     } catch (...) {
         fail_exception();
     }
@@ -265,40 +309,6 @@ size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size
     }
 }
 
-int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_gdb_regs* regs,
-                      int topmost, uint64_t window_addr, const uint8_t* window, size_t window_size,
-                      sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg,
-                      struct sfunwind_gdb_step_result* out) {
-    try {
-        if (row == nullptr || regs == nullptr || out == nullptr)
-            return fail_argument("null argument");
-        if (window == nullptr && window_size != 0) return fail_argument("window without bytes");
-        const g::OpenModule* m = g::table().get(row->module);
-        if (m == nullptr) return fail_argument("the row's module is closed");
-        sfunwind::FrameRegs callee{regs->pc, regs->sp, regs->fp, std::nullopt};
-        if (regs->has_ra != 0) callee.ra = regs->ra;
-        CallbackMemory fallback(read);
-        sfunwind::WindowMemory memory(
-            window_addr, std::span<const std::uint8_t>(window, window_size), &fallback);
-        CallbackRegisters extra(reg);
-        const sfunwind::Row r = g::from_c(*row);
-        auto next = sfunwind::step(r, m->abi(), callee, topmost != 0, memory, &extra);
-        if (!next) return fail(next.error());
-        if (next->outermost()) return fail_outermost(sfunwind::to_string(next->end), regs->pc);
-        *out = {};
-        out->pc = next->caller->pc;
-        out->sp = next->caller->sp;
-        out->fp = next->caller->fp;
-        out->cfa = next->cfa;
-        out->fp_restored = next->fp_restored ? 1U : 0U;
-        out->fallback_reads = memory.fallback_reads();
-        g::table().record_caller(out->pc, out->sp, r.signal_frame);
-        return SFUNWIND_GDB_OK;
-    } catch (...) {
-        return fail_exception();
-    }
-}
-
 void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg) {
     callbacks().read = read;
     callbacks().reg = reg;
@@ -308,19 +318,14 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
                         struct sfunwind_gdb_unwind_result* out) {
     try {
         if (frame == nullptr || out == nullptr) return fail_argument("null argument");
-        if (frame->window == nullptr && frame->window_size != 0)
-            return fail_argument("window without bytes");
         g::FrameInput in;
         in.pc = frame->pc;
-        in.sp = frame->sp;
+        if (frame->has_sp != 0) in.sp = frame->sp;
         if (frame->has_fp != 0) in.fp = frame->fp;
-        if (frame->has_ra != 0) in.ra = frame->ra;
         in.level = frame->level;
         CallbackMemory target(callbacks().read);
         CallbackRegisters registers(callbacks().reg);
-        auto done = g::unwind_frame(
-            g::table(), in, frame->window_addr,
-            std::span<const std::uint8_t>(frame->window, frame->window_size), target, registers);
+        auto done = g::unwind_frame(g::table(), in, target, registers, &stack_chunk());
         if (!done) return fail(done.error());
         if (done->step.outermost())
             return fail_outermost(sfunwind::to_string(done->step.end), frame->pc);
@@ -334,13 +339,7 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
         out->topmost = done->topmost ? 1U : 0U;
         out->fp_restored = done->step.fp_restored ? 1U : 0U;
         out->fallback_reads = done->fallback_reads;
-        sfunwind_gdb_row row{};
-        g::to_c(done->found, row);
-        out->row_flags = row.flags;
-        out->window_reg = done->plan.base_reg;
-        out->needs_fp = done->needs_fp ? 1U : 0U;
-        out->window_size = done->plan.size;
-        out->window_offset = done->plan.offset;
+        out->row_flags = g::row_flags(done->found.row);
         return SFUNWIND_GDB_OK;
     } catch (...) {
         return fail_exception();
@@ -349,6 +348,12 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
 
 void sfunwind_gdb_new_stop(void) {
     g::table().new_stop();
+    stack_chunk().clear();
+}
+
+void sfunwind_gdb_forget_stack(void) {
+    g::table().forget_produced_registers();
+    stack_chunk().clear();
 }
 
 void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp) {

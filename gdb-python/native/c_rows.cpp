@@ -36,6 +36,15 @@ std::uint32_t flag_if(bool on, sfunwind_gdb_row_flags flag) {
 
 } // namespace
 
+std::uint32_t row_flags(const Row& r) {
+    return flag_if(r.signal_frame, SFUNWIND_GDB_ROW_SIGNAL) |
+           flag_if(r.mangled_ra, SFUNWIND_GDB_ROW_MANGLED_RA) |
+           flag_if(r.pauth_key_b, SFUNWIND_GDB_ROW_PAUTH_KEY_B) |
+           flag_if(r.outermost, SFUNWIND_GDB_ROW_OUTERMOST) |
+           flag_if(r.pc_mask, SFUNWIND_GDB_ROW_PC_MASK) |
+           flag_if(r.topmost_only, SFUNWIND_GDB_ROW_TOPMOST_ONLY);
+}
+
 void to_c(const FoundRow& found, sfunwind_gdb_row& out) {
     const Row& r = found.row;
     out = {};
@@ -51,12 +60,7 @@ void to_c(const FoundRow& found, sfunwind_gdb_row& out) {
     out.cfa_offset = r.cfa.offset;
     out.ra = rule_to_c(r.ra);
     out.fp = rule_to_c(r.fp);
-    out.flags = flag_if(r.signal_frame, SFUNWIND_GDB_ROW_SIGNAL) |
-                flag_if(r.mangled_ra, SFUNWIND_GDB_ROW_MANGLED_RA) |
-                flag_if(r.pauth_key_b, SFUNWIND_GDB_ROW_PAUTH_KEY_B) |
-                flag_if(r.outermost, SFUNWIND_GDB_ROW_OUTERMOST) |
-                flag_if(r.pc_mask, SFUNWIND_GDB_ROW_PC_MASK) |
-                flag_if(r.topmost_only, SFUNWIND_GDB_ROW_TOPMOST_ONLY);
+    out.flags = row_flags(r);
     const ReadWindow w = plan_reads(r);
     out.window_reg = w.base_reg;
     out.window_offset = w.offset;

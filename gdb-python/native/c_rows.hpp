@@ -11,6 +11,8 @@
 namespace sfunwind::gdb {
 
 void to_c(const FoundRow& found, sfunwind_gdb_row& out);
+// The row's sfunwind_gdb_row_flags.
+std::uint32_t row_flags(const Row& row);
 Row from_c(const sfunwind_gdb_row& row);
 
 } // namespace sfunwind::gdb

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "frame_unwind.hpp"
 
-#include <array>
+#include "sfunwind/unwind/window.hpp"
+
+#include <limits>
 
 namespace sfunwind::gdb {
 namespace {
 
-// Bytes a planned window may span: two words at most a few hundred bytes
-// apart would need more, and then go to the target word by word.
+// Bytes a planned window read on its own may span: two words at most a few
+// hundred bytes apart would need more, and then go to the target word by
+// word.
 constexpr std::size_t max_window = 256;
 
 bool covers(std::uint64_t window_addr, std::size_t window_size, std::uint64_t addr,
@@ -18,10 +21,45 @@ bool covers(std::uint64_t window_addr, std::size_t window_size, std::uint64_t ad
 
 } // namespace
 
-Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in,
-                                   std::uint64_t window_addr, std::span<const std::uint8_t> window,
-                                   MemoryReader& target, RegisterSource& registers) {
-    auto chosen = table.lookup_frame(in.pc, in.sp, in.level);
+std::span<const std::uint8_t> StackChunk::cover(std::uint64_t addr, std::uint32_t size,
+                                                MemoryReader& target, std::uint64_t* start) {
+    if (size_ == 0 || !covers(addr_, size_, addr, size)) {
+        size_ = 0;
+        if (target.read(addr, std::span<std::uint8_t>(bytes_.data(), capacity)))
+            size_ = capacity;
+        else if (size <= capacity &&
+                 target.read(addr, std::span<std::uint8_t>(bytes_.data(), size)))
+            size_ = size;
+        else
+            return {};
+        addr_ = addr;
+    }
+    *start = addr_;
+    return {bytes_.data(), size_};
+}
+
+Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, MemoryReader& target,
+                                   RegisterSource& registers, StackChunk* chunk) {
+    std::optional<std::uint64_t> sp = in.sp;
+    std::optional<std::uint64_t> fp = in.fp;
+    if (!sp || !fp) {
+        if (const auto produced = table.produced_caller(in.level, in.pc)) {
+            sp = sp.value_or(produced->sp);
+            fp = fp.value_or(produced->fp);
+        }
+    }
+    if (!sp || !fp) {
+        const Abi* frame_abi = table.abi_at(in.pc);
+        if (frame_abi == nullptr)
+            return Error(Errc::NotFound, "no module covers the frame's pc", Address{in.pc});
+        if (!sp) sp = registers.get(frame_abi->sp_reg);
+        if (!fp) fp = registers.get(frame_abi->fp_reg);
+        // Both are needed: the caller's FP is given even when unchanged.
+        if (!sp || !fp)
+            return Error(Errc::UnsafeRule, "the stack or frame pointer's value is not available",
+                         Address{in.pc});
+    }
+    auto chosen = table.lookup_frame(in.pc, *sp, in.level);
     if (!chosen) return std::move(chosen).error();
     FrameOutput out;
     out.found = chosen->found;
@@ -29,41 +67,29 @@ Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in,
     const Abi& abi = *out.found.abi;
     const Row& row = out.found.row;
 
-    // Rules that compute with the FP (CFA = fp + n, a slot at fp + n) need
-    // its value; "FP unchanged" alone does not (see sfunwind_gdb_unwind()).
-    auto reads = [&](std::uint16_t reg) { return reg == abi.fp_reg; };
-    out.needs_fp = reads(row.cfa.reg) || (row.ra.reads_register() && reads(row.ra.reg)) ||
-                   (row.fp.reads_register() && reads(row.fp.reg));
-    std::optional<std::uint64_t> fp = in.fp;
-    if (!fp && out.needs_fp) {
-        fp = registers.get(abi.fp_reg);
-        if (!fp)
-            return Error(Errc::UnsafeRule, "the frame pointer's value is not available",
-                         Address{in.pc});
-    }
-    FrameRegs callee{in.pc, in.sp, fp.value_or(0), std::nullopt};
+    FrameRegs callee{in.pc, *sp, *fp, std::nullopt};
     // The link register holds the RA only while every register is live
     // (step.hpp: a caller frame's ra is unknown).
-    if (out.topmost && abi.ra_in_register) callee.ra = in.ra ? in.ra : registers.get(abi.ra_reg);
+    if (out.topmost && abi.ra_in_register) callee.ra = registers.get(abi.ra_reg);
 
-    out.plan = plan_reads(row);
+    const ReadWindow plan = plan_reads(row);
     std::array<std::uint8_t, max_window> local{};
-    std::uint64_t addr = window_addr;
-    std::span<const std::uint8_t> bytes = window;
-    if (out.plan.size > 0 && out.plan.size <= local.size()) {
-        std::optional<std::uint64_t> base;
-        if (out.plan.base_reg == abi.sp_reg)
-            base = callee.sp;
-        else if (out.plan.base_reg == abi.fp_reg)
-            base = callee.fp;
-        if (base) {
-            const std::uint64_t want = *base + static_cast<std::uint64_t>(out.plan.offset);
-            if (!covers(window_addr, window.size(), want, out.plan.size)) {
-                auto buf = std::span<std::uint8_t>(local.data(), out.plan.size);
-                if (target.read(want, buf)) {
-                    addr = want;
-                    bytes = buf;
-                }
+    std::uint64_t addr = 0;
+    std::span<const std::uint8_t> bytes;
+    std::optional<std::uint64_t> base;
+    if (plan.base_reg == abi.sp_reg)
+        base = callee.sp;
+    else if (plan.base_reg == abi.fp_reg)
+        base = callee.fp;
+    if (plan.size > 0 && base) {
+        const std::uint64_t want = *base + static_cast<std::uint64_t>(plan.offset);
+        if (chunk != nullptr) {
+            bytes = chunk->cover(want, plan.size, target, &addr);
+        } else if (plan.size <= local.size()) {
+            auto buf = std::span<std::uint8_t>(local.data(), plan.size);
+            if (target.read(want, buf)) {
+                addr = want;
+                bytes = buf;
             }
         }
     }
@@ -72,7 +98,9 @@ Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in,
     if (!next) return std::move(next).error();
     out.step = *next;
     out.fallback_reads = memory.fallback_reads();
-    if (next->caller) table.record_caller(next->caller->pc, next->caller->sp, row.signal_frame);
+    const bool level_known = in.level >= 0 && in.level < std::numeric_limits<std::int32_t>::max();
+    if (next->caller)
+        table.record_caller(*next->caller, level_known ? in.level + 1 : -1, row.signal_frame);
     return out;
 }
 

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Unwinding one GDB frame: the row (ModuleTable::lookup_frame), the stack
-// window its step reads (sfunwind::plan_reads), the step, and the record of
-// the caller it produced. Shared by the ctypes entry point (Python path) and
-// the JIT reader (native path), so both paths make the same choices.
+// window its step reads (sfunwind::plan_reads, once per frame), the step,
+// and the record of the caller it produced. Shared by the ctypes entry point
+// (Python path) and the JIT reader (native path), so both paths make the
+// same choices.
 #pragma once
 
 #include "module_table.hpp"
 #include "sfunwind/unwind/step.hpp"
-#include "sfunwind/unwind/window.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -17,12 +18,10 @@ namespace sfunwind::gdb {
 
 struct FrameInput {
     std::uint64_t pc = 0;
-    std::uint64_t sp = 0;
-    // Absent: fetched from `registers` if the row's rules read it; when
-    // they only keep it (FP unchanged) the output's caller FP is 0.
+    // Absent: the values the table recorded when a step produced this frame
+    // (ModuleTable::produced_caller), else read from `registers`.
+    std::optional<std::uint64_t> sp;
     std::optional<std::uint64_t> fp;
-    // The link register, when the caller already read it (topmost frames).
-    std::optional<std::uint64_t> ra;
     std::int32_t level = -1; // GDB's frame level; -1: unknown
 };
 
@@ -30,17 +29,35 @@ struct FrameOutput {
     StepResult step;
     FoundRow found; // the row used (link-time addresses)
     bool topmost = false;
-    ReadWindow plan;       // the window the row's step reads
-    bool needs_fp = false; // the row's rules read the FP's value
-    std::uint32_t fallback_reads = 0;
+    std::uint32_t fallback_reads = 0; // reads the window did not serve
 };
 
-// `window` is stack memory the caller prefetched at `window_addr` (may be
-// empty); when it does not hold the row's planned window, that window is
-// read from `target` in one request. The link register and any other
-// register a topmost frame's rules name come from `registers`.
-Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in,
-                                   std::uint64_t window_addr, std::span<const std::uint8_t> window,
-                                   MemoryReader& target, RegisterSource& registers);
+// Stack bytes read ahead towards older frames, for a bridge that pays per
+// read request (GDB's Python API: about 2 us a read): a caller's slots lie
+// just above its callee's, so one read serves many frames. The bytes are
+// those of one stop: clear() when the inferior runs or memory is written.
+class StackChunk {
+  public:
+    static constexpr std::size_t capacity = 1024;
+
+    // Bytes that hold [addr, addr + size), starting at *start: the chunk if
+    // it holds them, else the chunk read again at addr (`capacity` bytes,
+    // or only `size` where the stack's end is nearer). Empty if unreadable.
+    std::span<const std::uint8_t> cover(std::uint64_t addr, std::uint32_t size,
+                                        MemoryReader& target, std::uint64_t* start);
+    void clear() noexcept { size_ = 0; }
+
+  private:
+    std::array<std::uint8_t, capacity> bytes_{};
+    std::uint64_t addr_ = 0;
+    std::size_t size_ = 0;
+};
+
+// Reads the row's planned window from `chunk` when given, else from
+// `target` in one request; step()'s other reads go to `target`. The link
+// register and any other register a topmost frame's rules name come from
+// `registers`.
+Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, MemoryReader& target,
+                                   RegisterSource& registers, StackChunk* chunk);
 
 } // namespace sfunwind::gdb

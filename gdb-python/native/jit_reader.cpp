@@ -10,6 +10,7 @@
 // get_frame_id() is called after unwind() for the same frame.
 #include "frame_unwind.hpp"
 #include "module_table.hpp"
+#include "sfunwind/unwind/frame_address.hpp"
 #include "sfunwind/unwind/step.hpp"
 #include "sfunwind_gdb.h"
 
@@ -150,7 +151,8 @@ std::optional<Unwound> unwind_frame(gdb_unwind_callbacks* cb) {
     const auto pc = get_reg(cb, n->pc, abi->order);
     if (!pc) return std::nullopt;
     // Fast refusal: neither pc nor pc - 1 (a return address) is in a module.
-    if (g::table().module_at(*pc) < 0 && g::table().module_at(*pc - 1) < 0) {
+    if (g::table().module_at(*pc) < 0 &&
+        g::table().module_at(sfunwind::FrameAddress::return_address(*pc).lookup_address()) < 0) {
         ++st.stats.frames_declined;
         return std::nullopt;
     }
@@ -167,7 +169,7 @@ std::optional<Unwound> unwind_frame(gdb_unwind_callbacks* cb) {
     in.fp = *fp;
     JitMemory target(cb->target_read);
     JitRegisters registers(cb, abi->order);
-    auto done = g::unwind_frame(g::table(), in, 0, {}, target, registers);
+    auto done = g::unwind_frame(g::table(), in, target, registers, nullptr);
     // GDB's JIT interface has no "outermost" answer: declining the frame
     // lets GDB end the stack there.
     if (!done || done->step.outermost()) {

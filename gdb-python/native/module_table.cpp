@@ -9,12 +9,6 @@
 namespace sfunwind::gdb {
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
 // Beyond this many recorded caller frames the memo is dropped and frames
 // fall back to the row-based choice (a runaway unwind of a corrupt stack
 // must not grow GDB without bound).
@@ -156,10 +150,17 @@ const Abi* ModuleTable::abi() const noexcept {
     return mods.empty() ? nullptr : mods.front().abi();
 }
 
+const Abi* ModuleTable::abi_at(std::uint64_t pc) const noexcept {
+    const Module* m = placed_.find(pc);
+    if (m == nullptr && pc != 0)
+        m = placed_.find(FrameAddress::return_address(pc).lookup_address());
+    return m == nullptr ? nullptr : m->abi();
+}
+
 Expected<FoundRow> ModuleTable::lookup(std::uint64_t pc) const {
     const Module* m = placed_.find(pc);
     if (m == nullptr)
-        return Error(Errc::NotFound, "no module with SFrame covers " + hex(pc), Address{pc});
+        return Error(Errc::NotFound, "no module with SFrame covers " + to_hex(pc), Address{pc});
     auto row = m->lookup(pc - m->bias);
     if (!row) return Error(row.error().code(), m->name + ": " + row.error().message(), Address{pc});
     FoundRow out;
@@ -193,8 +194,9 @@ Expected<FrameLookup> ModuleTable::lookup_frame(std::uint64_t pc, std::uint64_t 
         if (!found) return std::move(found).error();
         return FrameLookup{*found, topmost};
     };
+    const std::uint64_t call_site = FrameAddress::return_address(pc).lookup_address();
     auto caller = [&]() -> Expected<FrameLookup> {
-        auto found = lookup(pc - 1);
+        auto found = lookup(call_site);
         if (!found) return std::move(found).error();
         return FrameLookup{*found, false};
     };
@@ -204,7 +206,7 @@ Expected<FrameLookup> ModuleTable::lookup_frame(std::uint64_t pc, std::uint64_t 
     if (topmost_ && *topmost_ == FrameKey{pc, sp}) return exact(true);
 
     auto at_pc = lookup(pc);
-    auto before = lookup(pc - 1);
+    auto before = lookup(call_site);
     if (!before) return at_pc ? exact(true) : std::move(at_pc).error();
     if (!at_pc) return caller();
     const Row& a = at_pc->row;
@@ -218,13 +220,23 @@ Expected<FrameLookup> ModuleTable::lookup_frame(std::uint64_t pc, std::uint64_t 
     return FrameLookup{*at_pc, true};
 }
 
-void ModuleTable::record_caller(std::uint64_t pc, std::uint64_t sp, bool interrupted) {
+void ModuleTable::record_caller(const FrameRegs& caller, std::int32_t level, bool interrupted) {
     if (callers_.size() >= max_recorded_callers) callers_.clear();
-    callers_[FrameKey{pc, sp}] = interrupted;
+    callers_[FrameKey{caller.pc, caller.sp}] = interrupted;
+    latest_caller_ = LatestCaller{caller, level};
+}
+
+std::optional<FrameRegs> ModuleTable::produced_caller(std::int32_t level,
+                                                      std::uint64_t pc) const noexcept {
+    if (level < 1 || !latest_caller_ || latest_caller_->level != level ||
+        latest_caller_->regs.pc != pc)
+        return std::nullopt;
+    return latest_caller_->regs;
 }
 
 void ModuleTable::new_stop() noexcept {
     callers_.clear();
+    latest_caller_.reset();
     topmost_.reset();
 }
 

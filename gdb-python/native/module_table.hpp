@@ -13,6 +13,7 @@
 #include "sfunwind/error.hpp"
 #include "sfunwind/row.hpp"
 #include "sfunwind/sframe/section.hpp"
+#include "sfunwind/unwind/frame_address.hpp"
 #include "sfunwind/unwind/module_set.hpp"
 #include "sfunwind/unwind/row_source.hpp"
 #include "sfunwind/unwind/step.hpp"
@@ -54,7 +55,7 @@ struct FoundRow {
     const Abi* abi = nullptr;
 };
 
-// How a frame's row is looked up (sfunwind::lookup_pc): the topmost frame
+// How a frame's row is looked up (FrameAddress): the topmost frame
 // and a frame a signal interrupted are at their exact PC with every register
 // live; a caller's PC is a return address, looked up at PC - 1.
 struct FrameLookup {
@@ -76,6 +77,9 @@ class ModuleTable {
     std::int32_t module_at(std::uint64_t pc) const noexcept;
     // The ABI of the placed modules (the first one's), if any is placed.
     const Abi* abi() const noexcept;
+    // The ABI of the placed module covering run-time `pc`, or else `pc` - 1
+    // (a return address), if any.
+    const Abi* abi_at(std::uint64_t pc) const noexcept;
     Expected<FoundRow> lookup(std::uint64_t pc) const;
 
     // Chooses between pc and pc - 1 for a frame with registers (pc, sp) at
@@ -83,10 +87,19 @@ class ModuleTable {
     Expected<FrameLookup> lookup_frame(std::uint64_t pc, std::uint64_t sp,
                                        std::int32_t level) const;
 
-    // Records the caller frame a step produced, so that it is looked up as a
-    // caller when GDB asks to unwind it (`interrupted`: the row was a signal
-    // frame, so the caller's registers are all live).
-    void record_caller(std::uint64_t pc, std::uint64_t sp, bool interrupted);
+    // Records the caller frame a step produced, at GDB frame level `level`
+    // (-1: unknown), so that it is looked up as a caller when GDB asks to
+    // unwind it (`interrupted`: the row was a signal frame, so the caller's
+    // registers are all live), and so that its SP and FP need not be read
+    // back from GDB (produced_caller).
+    void record_caller(const FrameRegs& caller, std::int32_t level, bool interrupted);
+    // The registers of the caller the latest step produced, when GDB asks
+    // for the frame at `level` (>= 1) with `pc`: GDB took that frame's
+    // registers from the step's output.
+    std::optional<FrameRegs> produced_caller(std::int32_t level, std::uint64_t pc) const noexcept;
+    // Forgets the registers of the latest caller (produced_caller), but
+    // not which frames are callers.
+    void forget_produced_registers() noexcept { latest_caller_.reset(); }
     // Forgets the recorded frames: the inferior ran, so a recorded (pc, sp)
     // may now be a topmost frame.
     void new_stop() noexcept;
@@ -111,7 +124,14 @@ class ModuleTable {
     ModuleSet placed_;
     // Module id by the placed module's table (its section or row source).
     std::unordered_map<const void*, std::int32_t> ids_;
+    // The callers the steps produced since the stop (true: interrupted),
+    // and the latest one with its registers and level.
     std::unordered_map<FrameKey, bool, FrameKeyHash> callers_;
+    struct LatestCaller {
+        FrameRegs regs;
+        std::int32_t level = -1;
+    };
+    std::optional<LatestCaller> latest_caller_;
     std::optional<FrameKey> topmost_;
 };
 

@@ -4,8 +4,7 @@
  * of modules (an executable or shared library's unwind table and its load
  * bias: the SFrame section, or for a 64-bit PowerPC file without one, its
  * traceback tables); Python fills it, and both unwind paths read it:
- *   - the Python unwinder calls sfunwind_gdb_lookup() and sfunwind_gdb_step()
- *     for each frame;
+ *   - the Python unwinder calls sfunwind_gdb_unwind() for each frame;
  *   - after `jit-reader-load` of this same file, GDB calls the reader entry
  *     points (jit_reader.cpp) for each frame, without Python.
  * GDB loads the file once (dlopen of the same path returns the same handle),
@@ -27,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 4 };
+enum { SFUNWIND_GDB_API_VERSION = 7 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -89,26 +88,6 @@ struct sfunwind_gdb_row {
     int64_t window_offset;
 };
 
-/* The registers a step needs. has_ra: ra holds the link register (AArch64
- * x30, s390x r14), known in the topmost frame only. */
-struct sfunwind_gdb_regs {
-    uint64_t pc;
-    uint64_t sp;
-    uint64_t fp;
-    uint64_t ra;
-    uint32_t has_ra;
-    uint32_t reserved;
-};
-
-struct sfunwind_gdb_step_result {
-    uint64_t pc; /* caller's PC (PAC bits stripped) */
-    uint64_t sp;
-    uint64_t fp;
-    uint64_t cfa;
-    uint32_t fp_restored;    /* the FP came from the stack */
-    uint32_t fallback_reads; /* reads the window did not cover */
-};
-
 /* Fills `len` bytes at `buf` from target address `addr`; returns 1 on
  * success, 0 if any byte is unreadable. */
 typedef int (*sfunwind_gdb_read_fn)(uint64_t addr, void* buf, size_t len);
@@ -149,6 +128,16 @@ struct sfunwind_gdb_module_info {
     char kind[32];     /* "SFrame v3", "ppc64 traceback tables" */
 };
 
+/* An ABI's registers and stack layout (sfunwind::Abi). */
+struct sfunwind_gdb_abi_info {
+    uint16_t sp_reg; /* DWARF numbers of the SP, FP, RA */
+    uint16_t fp_reg;
+    uint16_t ra_reg;
+    uint16_t ra_in_register; /* the ABI has a link register */
+    int32_t sp_from_cfa;     /* caller SP = CFA + this */
+    uint32_t reserved;
+};
+
 int sfunwind_gdb_api_version(void);
 /* The message of the last failed call (empty if none). Valid until the next call. */
 const char* sfunwind_gdb_last_error(void);
@@ -166,6 +155,14 @@ int32_t sfunwind_gdb_open_file(const char* path);
 int32_t sfunwind_gdb_open_bytes(const uint8_t* bytes, size_t size, uint64_t vaddr,
                                 const char* name);
 int sfunwind_gdb_get_module_info(int32_t module, struct sfunwind_gdb_module_info* out);
+/* The ABI named `abi_name` (sfunwind_gdb_module_info.abi_name: "amd64",
+ * "aarch64", "aarch64_be", "s390x", "ppc64", "ppc64le"), for callers that
+ * know the architecture but no module; BAD_ARGUMENT for another name. */
+int sfunwind_gdb_get_abi_info(const char* abi_name, struct sfunwind_gdb_abi_info* out);
+/* The psABI's name of DWARF register `reg` in that ABI ("rbp", "x29",
+ * "r14", "f2"), NUL-terminated in `buf` (cut to `size` bytes); NOT_FOUND
+ * when the ABI gives the number no register sfunwind names. */
+int sfunwind_gdb_register_name(const char* abi_name, uint32_t reg, char* buf, size_t size);
 /* Link-time address of a named ELF section of a module opened from a file
  * (for load bias computations); NOT_FOUND if there is none. */
 int sfunwind_gdb_section_vaddr(int32_t module, const char* name, uint64_t* out);
@@ -183,67 +180,49 @@ int sfunwind_gdb_lookup(uint64_t pc, struct sfunwind_gdb_row* out);
 /* The row for a frame whose registers are (pc, sp), at GDB frame level
  * `level` (-1 when unknown): decides whether pc is exact (the topmost frame,
  * a frame a signal interrupted) or a return address (looked up at pc - 1),
- * from the level, the frames sfunwind_gdb_step() produced since the last
- * sfunwind_gdb_new_stop(), and the rows (see module_table.cpp). *topmost
- * receives 1 when the frame's registers are all live (pass it to step). */
+ * from the level, the frames sfunwind_gdb_unwind() and the JIT reader
+ * produced since the last sfunwind_gdb_new_stop(), and the rows (see
+ * module_table.cpp). *topmost receives 1 when the frame's registers are all
+ * live. */
 int sfunwind_gdb_lookup_frame(uint64_t pc, uint64_t sp, int32_t level, struct sfunwind_gdb_row* out,
                               int* topmost);
 /* "CFA=rsp+16 RA=[CFA-8] FP=u" for a row. Returns the length written. */
 size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size_t size);
-/* One step (sfunwind::step): the caller's registers from this frame's and
- * the row, and records the caller for sfunwind_gdb_lookup_frame(). `window` holds `window_size`
- * bytes of target memory at `window_addr` (may be empty); other reads go to `read` (may be null).
- * Registers a rule names beyond pc/sp/fp/ra come from `reg` (may be null),
- * in the topmost frame only. Returns OUTERMOST at the end of the stack. */
-int sfunwind_gdb_step(const struct sfunwind_gdb_row* row, const struct sfunwind_gdb_regs* regs,
-                      int topmost, uint64_t window_addr, const uint8_t* window, size_t window_size,
-                      sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg,
-                      struct sfunwind_gdb_step_result* out);
-
 /* A frame as GDB's Python unwinder sees it. */
 struct sfunwind_gdb_frame {
     uint64_t pc;
-    uint64_t sp;
+    uint64_t sp; /* if has_sp */
     uint64_t fp; /* if has_fp */
-    uint64_t ra; /* the link register, if has_ra */
+    uint32_t has_sp;
     uint32_t has_fp;
-    uint32_t has_ra;
-    int32_t level;         /* GDB's frame level, -1 if unknown */
-    uint32_t window_size;  /* bytes at `window` (0: no window) */
-    uint64_t window_addr;  /* target address of window[0] */
-    const uint8_t* window; /* prefetched stack memory */
+    int32_t level; /* GDB's frame level, -1 if unknown */
+    uint32_t reserved;
 };
 
 struct sfunwind_gdb_unwind_result {
     uint64_t pc; /* the caller's registers (PAC bits stripped) */
     uint64_t sp;
-    uint64_t fp;
+    uint64_t fp; /* restored from the stack, or the frame's own */
     uint64_t cfa;
     uint64_t func_start; /* run time: with cfa, the frame's id */
     int32_t module;
     uint32_t topmost; /* the frame was looked up at its exact pc */
     uint32_t fp_restored;
-    uint32_t fallback_reads; /* reads neither window served */
+    uint32_t fallback_reads; /* reads the stack window did not serve */
     uint32_t row_flags;      /* sfunwind_gdb_row_flags */
-    /* The window the row's step reads, [value of window_reg + window_offset,
-     * + window_size): prefetch it when this pc comes again. */
-    uint16_t window_reg;
-    uint16_t needs_fp; /* the row's rules read the FP's value */
-    uint32_t window_size;
-    int64_t window_offset;
+    uint32_t reserved;
 };
 
-/* Where sfunwind_gdb_unwind() reads memory and registers it was not given. */
+/* Where sfunwind_gdb_unwind() reads memory and registers. */
 void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg);
-/* One frame in one call: sfunwind_gdb_lookup_frame(), then the step with
- * the frame's prefetched window (may be empty). If the
- * row's window is not inside it, that window is read through the read
- * callback in one request. The link register (if the frame is topmost and
- * has_ra is 0) and the FP (if the rules read it and has_fp is 0) come from
- * the register callback. Without has_fp, out->fp is meaningful only when
- * out->fp_restored: otherwise the caller's FP is the frame's own, which the
- * caller of this function already holds (GDB's Python API charges for
- * every register value converted to a number). */
+/* One frame in one call: sfunwind_gdb_lookup_frame(), then the step. A
+ * frame without has_sp or has_fp takes them from the caller the previous
+ * call produced when `level` and `pc` are that caller's (GDB took the
+ * frame's registers from that call's result), else from the register
+ * callback, as it does the link register of a topmost frame. The stack
+ * window the row's step reads comes from bytes read ahead at this stop
+ * (1 KiB towards older frames, one read callback for many frames), which
+ * sfunwind_gdb_new_stop() forgets. */
 int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
                         struct sfunwind_gdb_unwind_result* out);
 
@@ -257,9 +236,15 @@ struct sfunwind_gdb_native_stats {
 void sfunwind_gdb_get_native_stats(struct sfunwind_gdb_native_stats* out);
 /* Whether the JIT reader unwinds (it declines every frame when off). */
 void sfunwind_gdb_native_enable(int on);
-/* Forget which frames the steps produced (call when the inferior resumes:
- * a recorded pc/sp may then be a new topmost frame). */
+/* Forget which frames the steps produced and the stack bytes read (call
+ * when the inferior resumes or its memory or registers are written: a
+ * recorded pc/sp may then be a new topmost frame). */
 void sfunwind_gdb_new_stop(void);
+/* Forget the stack bytes read and the registers of the caller last
+ * produced, but not which frames are callers or topmost: for a new program,
+ * target or objfile, where the same addresses may hold other values
+ * although the inferior did not run. */
+void sfunwind_gdb_forget_stack(void);
 /* The topmost frame of the thread being unwound, when Python knows it. */
 void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp);
 

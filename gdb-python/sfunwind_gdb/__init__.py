@@ -89,7 +89,7 @@ class Session:
         # frame is the topmost one, then let GDB unwind again with it.
         try:
             frame = gdb.newest_frame()
-            regs = arch_mod.for_arch(frame.architecture().name())
+            regs = arch_mod.for_arch(self.lib, frame.architecture().name())
             if regs is None:
                 return
             sp = int(frame.read_register(regs.sp)) & 0xFFFFFFFFFFFFFFFF

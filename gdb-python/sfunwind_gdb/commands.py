@@ -9,14 +9,13 @@ from . import compare as compare_mod
 from . import native
 
 _VERSION_NAMES = {1: "v1", 2: "v2", 3: "v3"}
-_ABI_NAMES = {1: "aarch64-be", 2: "aarch64", 3: "amd64", 4: "s390x"}
 
 
 def _table(info):
     """What a module's rows come from, as `sframe status` shows it."""
     if info.table == native.TABLE_SFRAME:
         return "SFrame %s %s, %d FDEs, %d FREs, flags %s" % (
-            _VERSION_NAMES.get(info.version, str(info.version)), _ABI_NAMES.get(info.abi_arch, str(info.abi_arch)),
+            _VERSION_NAMES.get(info.version, str(info.version)), info.abi_name.decode(),
             info.num_fdes, info.num_fres, _flags(info.flags))
     return "%s (%s), %d functions" % (info.kind.decode(), info.abi_name.decode(), info.num_functions)
 
@@ -113,7 +112,7 @@ GDB's JIT reader (jit-reader-load) and unwinds without Python per frame."""
             raise gdb.GdbError("sframe enable: expected python or native, got %r" % arg)
         if arg == PATH_NATIVE and not self.session.lib.has_jit_reader:
             raise gdb.GdbError("sframe enable: %s has no JIT reader entry points" % self.session.lib.path)
-        regs = arch_mod.for_arch(_current_arch())
+        regs = arch_mod.for_arch(self.session.lib, _current_arch())
         if arg == PATH_NATIVE and regs is not None and regs.no_native:
             raise gdb.GdbError("sframe enable: no native path on %s: %s; the python path unwinds it"
                                % (regs.name, regs.no_native))

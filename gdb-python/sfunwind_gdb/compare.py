@@ -62,11 +62,6 @@ def _cfa(frame):
     return int(m.group(1), 16) if m else None
 
 
-# Caller's SP = CFA + this (the ABI's; s390x keeps a 160-byte register save
-# area above the SP).
-_SP_FROM_CFA = {"s390:64-bit": -160}
-
-
 def walk(lib, limit=256, exact_cfa_frames=1024):
     """The frames of the current stop with the unwinders now active, and
     the reason the walk ended.
@@ -82,7 +77,7 @@ def walk(lib, limit=256, exact_cfa_frames=1024):
     except gdb.error as e:
         return records, str(e)
     arch = frame.architecture().name()
-    regs = arch_mod.for_arch(arch)
+    regs = arch_mod.for_arch(lib, arch)
     if regs is None:
         return records, "architecture %s has no SFrame ABI" % arch
     stop = ""
@@ -108,7 +103,9 @@ def walk(lib, limit=256, exact_cfa_frames=1024):
         frame = older
     if frame is not None and len(records) >= limit:
         stop = "limit of %d frames" % limit
-    offset = _SP_FROM_CFA.get(arch, 0)
+    # Caller's SP = CFA + sp_from_cfa (s390x keeps a 160-byte register save
+    # area above the SP).
+    offset = regs.abi.sp_from_cfa
     for i in range(len(records) - 1):
         caller_sp = records[i + 1].sp
         if records[i].cfa is None and caller_sp is not None:

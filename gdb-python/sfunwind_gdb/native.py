@@ -7,13 +7,14 @@ every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
 import ctypes
 import os
 
-API_VERSION = 4
+API_VERSION = 7
 
 # enum sfunwind_gdb_status
 OK = 0
 NOT_FOUND = 5
 MEMORY_UNREADABLE = 6
 OUTERMOST = 10
+BAD_ARGUMENT = 11
 
 # enum sfunwind_gdb_row_flags
 ROW_SIGNAL = 1
@@ -63,40 +64,15 @@ class Row(ctypes.Structure):
     ]
 
 
-class Regs(ctypes.Structure):
-    _fields_ = [
-        ("pc", ctypes.c_uint64),
-        ("sp", ctypes.c_uint64),
-        ("fp", ctypes.c_uint64),
-        ("ra", ctypes.c_uint64),
-        ("has_ra", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32),
-    ]
-
-
-class StepResult(ctypes.Structure):
-    _fields_ = [
-        ("pc", ctypes.c_uint64),
-        ("sp", ctypes.c_uint64),
-        ("fp", ctypes.c_uint64),
-        ("cfa", ctypes.c_uint64),
-        ("fp_restored", ctypes.c_uint32),
-        ("fallback_reads", ctypes.c_uint32),
-    ]
-
-
 class Frame(ctypes.Structure):
     _fields_ = [
         ("pc", ctypes.c_uint64),
         ("sp", ctypes.c_uint64),
         ("fp", ctypes.c_uint64),
-        ("ra", ctypes.c_uint64),
+        ("has_sp", ctypes.c_uint32),
         ("has_fp", ctypes.c_uint32),
-        ("has_ra", ctypes.c_uint32),
         ("level", ctypes.c_int32),
-        ("window_size", ctypes.c_uint32),
-        ("window_addr", ctypes.c_uint64),
-        ("window", ctypes.c_char_p),
+        ("reserved", ctypes.c_uint32),
     ]
 
 
@@ -112,10 +88,18 @@ class UnwindResult(ctypes.Structure):
         ("fp_restored", ctypes.c_uint32),
         ("fallback_reads", ctypes.c_uint32),
         ("row_flags", ctypes.c_uint32),
-        ("window_reg", ctypes.c_uint16),
-        ("needs_fp", ctypes.c_uint16),
-        ("window_size", ctypes.c_uint32),
-        ("window_offset", ctypes.c_int64),
+        ("reserved", ctypes.c_uint32),
+    ]
+
+
+class AbiInfo(ctypes.Structure):
+    _fields_ = [
+        ("sp_reg", ctypes.c_uint16),
+        ("fp_reg", ctypes.c_uint16),
+        ("ra_reg", ctypes.c_uint16),
+        ("ra_in_register", ctypes.c_uint16),
+        ("sp_from_cfa", ctypes.c_int32),
+        ("reserved", ctypes.c_uint32),
     ]
 
 
@@ -166,6 +150,28 @@ class NativeError(Exception):
         self.status = status
 
 
+class Abi:
+    """One of the core's ABIs (by its name: "amd64", "aarch64_be", ...):
+    the DWARF numbers of its SP, FP and RA, whether the RA is in a register,
+    caller's SP = CFA + sp_from_cfa, and its DWARF register names."""
+
+    def __init__(self, lib, name, info):
+        self._lib = lib
+        self.name = name
+        self.sp_reg = info.sp_reg
+        self.fp_reg = info.fp_reg
+        self.ra_reg = info.ra_reg
+        self.ra_in_register = bool(info.ra_in_register)
+        self.sp_from_cfa = info.sp_from_cfa
+        self._names = {}
+
+    def register_name(self, number):
+        """The name of DWARF register `number`, or None."""
+        if number not in self._names:
+            self._names[number] = self._lib.register_name(self.name, number)
+        return self._names[number]
+
+
 def library_path():
     """Where libsfunwind_gdb.so is: $SFUNWIND_GDB_LIBRARY (set by the build
     tree's loader), else next to this package (an installed copy)."""
@@ -199,6 +205,10 @@ class Library:
         self._open_file = fn("sfunwind_gdb_open_file", i32, ctypes.c_char_p)
         self._open_bytes = fn("sfunwind_gdb_open_bytes", i32, ctypes.c_char_p, ctypes.c_size_t, u64, ctypes.c_char_p)
         self._module_info = fn("sfunwind_gdb_get_module_info", ctypes.c_int, i32, ctypes.POINTER(ModuleInfo))
+        self._abi_info = fn("sfunwind_gdb_get_abi_info", ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(AbiInfo))
+        self._register_name = fn("sfunwind_gdb_register_name", ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32,
+                                 ctypes.c_char_p, ctypes.c_size_t)
+        self._abis = {}
         self._section_vaddr = fn("sfunwind_gdb_section_vaddr", ctypes.c_int, i32, ctypes.c_char_p,
                                  ctypes.POINTER(u64))
         self._place = fn("sfunwind_gdb_place", ctypes.c_int, i32, u64)
@@ -210,9 +220,6 @@ class Library:
                                    ctypes.POINTER(Row), ctypes.POINTER(ctypes.c_int))
         self._describe = fn("sfunwind_gdb_describe", ctypes.c_size_t, ctypes.POINTER(Row), ctypes.c_char_p,
                             ctypes.c_size_t)
-        self.step_raw = fn("sfunwind_gdb_step", ctypes.c_int, ctypes.POINTER(Row), ctypes.POINTER(Regs),
-                           ctypes.c_int, u64, ctypes.c_char_p, ctypes.c_size_t, READ_FN, REG_FN,
-                           ctypes.POINTER(StepResult))
         self.set_callbacks = fn("sfunwind_gdb_set_callbacks", None, READ_FN, REG_FN)
         # Addresses (ctypes.addressof) rather than POINTER types: converting
         # an int argument is the cheapest ctypes does, and this runs per frame.
@@ -220,6 +227,7 @@ class Library:
         self._native_stats = fn("sfunwind_gdb_get_native_stats", None, ctypes.POINTER(NativeStats))
         self.native_enable = fn("sfunwind_gdb_native_enable", None, ctypes.c_int)
         self.new_stop = fn("sfunwind_gdb_new_stop", None)
+        self.forget_stack = fn("sfunwind_gdb_forget_stack", None)
         self.set_topmost = fn("sfunwind_gdb_set_topmost", None, u64, u64)
         self.has_jit_reader = hasattr(lib, "gdb_init_reader")
 
@@ -246,6 +254,22 @@ class Library:
         info = ModuleInfo()
         self._check(self._module_info(module, ctypes.byref(info)))
         return info
+
+    def abi(self, name):
+        """The Abi named `name` (ModuleInfo.abi_name, decoded)."""
+        abi = self._abis.get(name)
+        if abi is None:
+            info = AbiInfo()
+            self._check(self._abi_info(name.encode(), ctypes.byref(info)))
+            abi = self._abis[name] = Abi(self, name, info)
+        return abi
+
+    def register_name(self, abi_name, number):
+        """The name of DWARF register `number` in an ABI, or None."""
+        buf = ctypes.create_string_buffer(32)
+        if number < 0 or number > 0xFFFFFFFF or self._register_name(abi_name.encode(), number, buf, len(buf)) != OK:
+            return None
+        return buf.value.decode()
 
     def section_vaddr(self, module, name):
         """Link-time address of a named section, or None."""

@@ -39,9 +39,9 @@ bool SbMemory::read(std::uint64_t addr, std::span<std::uint8_t> out) {
 
 std::optional<std::uint64_t> read_register(lldb::SBFrame& frame, const Abi& abi,
                                            std::uint16_t dwarf_reg) {
-    const std::string name = known_register_name(abi, dwarf_reg);
-    if (name.empty()) return std::nullopt;
-    lldb::SBValue value = frame.FindRegister(name.c_str());
+    const auto name = known_register_name(abi, dwarf_reg);
+    if (!name) return std::nullopt;
+    lldb::SBValue value = frame.FindRegister(name->c_str());
     if (!value.IsValid()) return std::nullopt;
     lldb::SBError error;
     const std::uint64_t v = value.GetValueAsUnsigned(error, 0);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """libsfunwind_gdb.so through ctypes, without GDB: the C interface the
-Python unwinder uses (open, place, lookup, unwind with a prefetched window
-and a fallback reader, the caller bookkeeping) and the JIT reader's entry
+Python unwinder uses (open, place, lookup, unwind with the stack read ahead
+through the read callback, the caller bookkeeping and the registers it
+saves reading back) and the JIT reader's entry
 point, on fixture binaries of every SFrame version, on a PowerPC64 file
 unwound with its traceback tables, and on bad input.
 
@@ -54,9 +55,23 @@ class Stack:
         return 1
 
 
-def unwind(lib, pc, sp, fp, level, window_addr=0, window=b""):
-    frame = native.Frame(pc=pc, sp=sp, fp=fp, has_fp=1, level=level, window_addr=window_addr,
-                         window=window, window_size=len(window))
+class Registers:
+    """The register callback: DWARF number -> value; records what was asked."""
+
+    def __init__(self):
+        self.values = {}
+        self.asked = []
+
+    def read(self, reg, out):
+        self.asked.append(reg)
+        if reg not in self.values:
+            return 0
+        out[0] = self.values[reg]
+        return 1
+
+
+def unwind(lib, pc, sp, fp, level):
+    frame = native.Frame(pc=pc, sp=sp, fp=fp, has_sp=1, has_fp=1, level=level)
     res = native.UnwindResult()
     status = lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
     return status, res
@@ -76,7 +91,7 @@ def elf_word(path, vaddr):
     raise ValueError("0x%x is in no PT_LOAD of %s" % (vaddr, path))
 
 
-def check_ppc64(check, lib, stack):
+def check_ppc64(check, lib, stack, regs):
     """A 64-bit PowerPC file without SFrame opens with its traceback tables,
     and unwinds through the same calls: the stackless leaf at frame 0 (CFA =
     r1, the RA still in LR), then its caller from a return address (CFA =
@@ -97,9 +112,10 @@ def check_ppc64(check, lib, stack):
     call = next(a for a in range(rec, rec + 256, 4) if elf_word(path, a) >> 26 == 18 and elf_word(path, a) & 3 == 1)
     ret = call + 4
     sp, back_chain, caller_ret = 0x4000800230, 0x4000800250, 0x10000D94
-    frame = native.Frame(pc=leaf + 8, sp=sp, fp=0x77, ra=ret, has_fp=1, has_ra=1, level=0)
-    res = native.UnwindResult()
-    status = lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
+    lib.new_stop()
+    regs.values = {65: ret}  # LR
+    status, res = unwind(lib, leaf + 8, sp, 0x77, 0)
+    regs.values = {}
     check("ppc64le: leaf at frame 0 returns to LR",
           status == 0 and res.pc == ret and res.sp == sp and res.cfa == sp and res.fp == 0x77
           and res.func_start == leaf and res.topmost == 1 and res.fp_restored == 0,
@@ -141,9 +157,25 @@ def run(args, res):
     except native.NativeError as e:
         check("open garbage bytes fails", "garbage" in str(e), e)
 
+    # ABI facts and register names come from the core, by ABI name.
+    s390x = lib.abi("s390x")
+    check("ABI s390x: SP, FP, RA, sp_from_cfa",
+          (s390x.sp_reg, s390x.fp_reg, s390x.ra_reg, s390x.ra_in_register, s390x.sp_from_cfa) == (15, 11, 14, True, -160))
+    amd64 = lib.abi("amd64")
+    check("ABI amd64: names", [amd64.register_name(n) for n in (amd64.sp_reg, amd64.fp_reg, amd64.ra_reg, 17)]
+          == ["rsp", "rbp", "rip", None])
+    check("ABI s390x: DWARF 17 is f2", s390x.register_name(17) == "f2", s390x.register_name(17))
+    check("ABI aarch64_be: x29, sp", [lib.abi("aarch64_be").register_name(n) for n in (29, 31)] == ["x29", "sp"])
+    try:
+        lib.abi("aarch64-be")
+        check("an unknown ABI name fails", False)
+    except native.NativeError as e:
+        check("an unknown ABI name fails", e.status == native.BAD_ARGUMENT, e)
+
     stack = Stack()
+    regs = Registers()
     read_cb = native.READ_FN(stack.read)
-    reg_cb = native.REG_FN(lambda reg, out: 0)
+    reg_cb = native.REG_FN(regs.read)
     lib.set_callbacks(read_cb, reg_cb)
 
     for writer, version in (("gas-2.40", 1), ("gas-2.44", 2), ("gas-2.47", 3), ("clang-23", 2)):
@@ -162,19 +194,51 @@ def run(args, res):
         check("%s: row at recurse's entry" % writer, lib.describe(row).startswith("CFA=rsp+8 RA=[CFA-8]"),
               lib.describe(row))
         sp, ret = 0x7FFF0000, rec + 5  # a "return address" inside recurse
-        window = struct.pack("<Q", ret)
-        status, res = unwind(lib, rec, sp, 0x1234, 0, sp, window)
-        check("%s: unwind at entry from the window" % writer,
-              status == 0 and res.pc == ret and res.sp == sp + 8 and res.cfa == sp + 8 and res.fp == 0x1234
-              and res.func_start == rec and res.fallback_reads == 0 and res.topmost == 1,
-              "status %d pc 0x%x sp 0x%x cfa 0x%x" % (status, res.pc, res.sp, res.cfa))
-        # The same frame without a window: the planned window is read
-        # through the callback, in one request.
+        # The stack is read ahead 1 KiB from the planned window; where that
+        # fails (the fake stack ends), the planned window alone.
+        lib.new_stop()
         stack.words = {sp: ret}
         stack.reads = []
         status, res = unwind(lib, rec, sp, 0x1234, 0)
-        check("%s: unwind through the read callback" % writer,
-              status == 0 and res.pc == ret and stack.reads == [(sp, 8)], stack.reads)
+        check("%s: unwind at entry, the stack read once" % writer,
+              status == 0 and res.pc == ret and res.sp == sp + 8 and res.cfa == sp + 8 and res.fp == 0x1234
+              and res.func_start == rec and res.fallback_reads == 0 and res.topmost == 1
+              and stack.reads == [(sp, 1024), (sp, 8)],
+              "status %d pc 0x%x sp 0x%x cfa 0x%x reads %s" % (status, res.pc, res.sp, res.cfa, stack.reads))
+        # At the same stop the bytes read serve again; a new stop reads anew.
+        stack.reads = []
+        status, res = unwind(lib, rec, sp, 0x1234, 0)
+        check("%s: the stack bytes serve the stop" % writer, status == 0 and res.pc == ret and not stack.reads,
+              stack.reads)
+        # GDB asks for the caller next: its SP and FP are the ones just
+        # produced, not read back through the register callback.
+        regs.asked = []
+        frame = native.Frame(pc=ret, level=1)
+        lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
+        check("%s: the produced caller's registers are not read back" % writer, regs.asked == [], regs.asked)
+        # Another frame at that pc (another level): SP and FP are read.
+        frame = native.Frame(pc=ret, level=2)
+        status = lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
+        check("%s: other frames' SP and FP come from the register callback" % writer,
+              status != 0 and regs.asked == [7, 6], "status %d, asked %s" % (status, regs.asked))
+        # A new objfile or target: the stack bytes and the caller's
+        # registers are forgotten.
+        lib.unwind_raw(ctypes.addressof(native.Frame(pc=rec, sp=sp, fp=0x1234, has_sp=1, has_fp=1, level=0)),
+                       ctypes.addressof(res))
+        lib.forget_stack()
+        stack.reads = []
+        regs.asked = []
+        frame = native.Frame(pc=ret, level=1)
+        lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
+        check("%s: forget_stack() forgets the caller's registers" % writer, regs.asked == [7, 6], regs.asked)
+        status, res = unwind(lib, rec, sp, 0x1234, 0)
+        check("%s: forget_stack() forgets the stack bytes" % writer, stack.reads == [(sp, 1024), (sp, 8)],
+              stack.reads)
+        lib.new_stop()
+        stack.reads = []
+        status, res = unwind(lib, rec, sp, 0x1234, 0)
+        check("%s: a new stop reads the stack again" % writer, status == 0 and stack.reads == [(sp, 1024), (sp, 8)],
+              stack.reads)
         # The caller it produced is looked up as a return address (pc - 1):
         # recurse's return address inside recurse stays in recurse.
         frow, top = native.Row(), ctypes.c_int()
@@ -182,6 +246,7 @@ def run(args, res):
         check("%s: produced caller is a caller" % writer, st == 0 and top.value == 0)
         # Unreadable memory: an error naming the address, not a crash.
         stack.words = {}
+        lib.new_stop()
         status, res = unwind(lib, rec, sp, 0x1234, 0)
         check("%s: unreadable stack" % writer, status == native.MEMORY_UNREADABLE, lib.last_error())
         # A PC outside every module: NOT_FOUND.
@@ -190,7 +255,7 @@ def run(args, res):
         lib.unplace(module)
         check("%s: unplaced module answers nothing" % writer, lib.module_at(leaf) == -1)
 
-    check_ppc64(check, lib, stack)
+    check_ppc64(check, lib, stack, regs)
 
     # The JIT reader entry point: GDB's interface version 1, every callback set.
     init = lib._lib.gdb_init_reader

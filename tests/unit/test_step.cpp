@@ -758,3 +758,26 @@ TEST_CASE("errors name a section offset or a target address as such", "[error]")
     CHECK(Error(Errc::NotFound, "nothing covers 0x401871", Address{0x401871}).is_address());
     CHECK(Error(Errc::Io, "no file").message() == "no file");
 }
+
+TEST_CASE("ABIs by name, and the psABIs' DWARF register names", "[abi]") {
+    for (const Abi* abi :
+         {&abi_amd64(), &abi_aarch64(ByteOrder::Little), &abi_aarch64(ByteOrder::Big), &abi_s390x(),
+          &abi_ppc64(ByteOrder::Big), &abi_ppc64(ByteOrder::Little)})
+        CHECK(abi_named(abi->name) == abi);
+    CHECK(abi_named("aarch64-be") == nullptr);
+    CHECK(known_register_name(abi_amd64(), 6) == "rbp");
+    CHECK(known_register_name(abi_amd64(), 16) == "rip");
+    CHECK(!known_register_name(abi_amd64(), 17));
+    CHECK(register_name(abi_amd64(), 17) == "r17");
+    CHECK(known_register_name(abi_aarch64(ByteOrder::Little), 31) == "sp");
+    CHECK(!known_register_name(abi_aarch64(ByteOrder::Little), 32));
+    // s390x ELF ABI supplement: DWARF 16-31 are f0 f2 f4 f6 f1 f3 f5 f7 f8
+    // f10 f12 f14 f9 f11 f13 f15.
+    CHECK(known_register_name(abi_s390x(), 16) == "f0");
+    CHECK(known_register_name(abi_s390x(), 17) == "f2");
+    CHECK(known_register_name(abi_s390x(), 20) == "f1");
+    CHECK(known_register_name(abi_s390x(), 31) == "f15");
+    CHECK(!known_register_name(abi_s390x(), 32));
+    CHECK(known_register_name(abi_ppc64(ByteOrder::Little), 65) == "lr");
+    CHECK(!known_register_name(abi_ppc64(ByteOrder::Little), 64));
+}

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace sfunwind {
@@ -39,11 +40,14 @@ const Abi& abi_aarch64(ByteOrder order) noexcept;
 const Abi& abi_s390x() noexcept;
 const Abi& abi_ppc64(ByteOrder order) noexcept;
 
+// The ABI whose Abi::name is `name`, or null.
+const Abi* abi_named(std::string_view name) noexcept;
+
 // Name of a DWARF register of this ABI ("rbp", "x29", "r14", "f2"), as the
-// psABI, GNU as and the debuggers spell it; empty for a number it does not
+// psABI, GNU as and the debuggers spell it; nullopt for a number it does not
 // name.
-std::string known_register_name(const Abi& abi, std::uint16_t dwarf_reg);
-// The same, or "r<N>" for a number the ABI does not name: for messages.
+std::optional<std::string> known_register_name(const Abi& abi, std::uint16_t dwarf_reg);
+// known_register_name(), or "r<N>": for messages.
 std::string register_name(const Abi& abi, std::uint16_t dwarf_reg);
 
 // The callee-saved registers of an ABI that SFrame has no rule for (DWARF

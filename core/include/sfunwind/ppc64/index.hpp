@@ -125,7 +125,7 @@ class TracebackIndex {
     // it in the function; fde_index is 0 (tables are not numbered).
     //
     // A PC that is not word-aligned is a caller frame's return address
-    // minus one (lookup_pc() in unwind/backtrace.hpp): when it falls in a
+    // minus one (FrameAddress::lookup_address(), unwind/frame_address.hpp): when it falls in a
     // call instruction, the rules are those after the call, for LR no
     // longer holds this frame's return address there. The row then covers
     // that instruction only.
