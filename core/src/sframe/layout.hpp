@@ -9,6 +9,7 @@
 #include <boost/endian/conversion.hpp>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -22,6 +23,17 @@ struct Geometry {
     std::uint32_t fre_len;
     bool pcrel;
     AbiArch abi;
+};
+
+// One FDE's fields as the writer stores them, in the terms of Fde.
+struct FdeFields {
+    std::int64_t start_field = 0; // the raw function start (section- or field-relative)
+    std::uint32_t size = 0;
+    std::uint32_t fre_offset = 0; // to the function's data in the FRE sub-section
+    std::uint32_t num_fres = 0;
+    std::uint8_t info = 0;
+    std::uint8_t info2 = 0; // v3 only
+    std::uint8_t rep_size = 0;
 };
 
 struct Layout {
@@ -44,6 +56,19 @@ struct Layout {
     // Bytes of the signed function-start field at the head of each FDE
     // (index) record: lookups binary-search on it without decoding the rest.
     std::uint8_t start_field_size;
+    // v3: the attribute record (num_fres, info, info2, rep_size) at the
+    // head of each function's data in the FRE sub-section; 0 before v3.
+    std::uint32_t attr_size;
+    // The most FREs one FDE can count (v3: a 16-bit field).
+    std::uint32_t max_fres_per_fde;
+    bool has_fde_types;  // v3: flexible FDEs (info2)
+    bool has_signal_bit; // v3: FDE info bit 7
+    // An FRE without data words means "RA undefined" (the outermost frame):
+    // v2 erratum 2 and v3; v1 reads it as a CFA-only row.
+    bool empty_fre_is_outermost;
+    // A padding data word SFRAME_FRE_RA_OFFSET_INVALID may stand for an RA
+    // that is not tracked, so that the FP word can follow (v2 on).
+    bool has_ra_padding_word;
 
     // Reads FDE `index` into `out`, a default-constructed Fde; the caller has
     // checked index < num_fdes. An out-parameter rather than Expected<Fde>:
@@ -54,6 +79,11 @@ struct Layout {
     // fails. The lookup fast path calls it, and asks decode_fde why only
     // when it fails.
     bool (*read_fde)(const Geometry& g, std::uint32_t index, Fde& out) noexcept;
+    // Writes FDE fields: `entry` is the fde_size bytes of its FDE (v3: index)
+    // record, `attr` the attr_size bytes of its attribute record (empty
+    // before v3). The writer has checked that every value fits its field.
+    void (*write_fde)(const FdeFields& f, ByteOrder order, std::span<std::uint8_t> entry,
+                      std::span<std::uint8_t> attr);
 };
 
 // A record of Size bytes at a section offset, bounds-checked once as a
@@ -79,6 +109,27 @@ template <std::size_t Size> class Record {
   private:
     const std::uint8_t* bytes_ = nullptr;
     bool little_ = true;
+};
+
+// The writer's side of Record: stores fields of a Size-byte record at
+// offsets the compiler checks lie inside it.
+template <std::size_t Size> class RecordWriter {
+  public:
+    // `out` holds at least Size bytes (the writer reserved them).
+    RecordWriter(std::span<std::uint8_t> out, ByteOrder order) noexcept
+        : bytes_(out.data()), little_(order == ByteOrder::Little) {}
+    template <typename T, std::size_t Field, std::size_t N = sizeof(T)> void set(T value) noexcept {
+        static_assert(Field + N <= Size && std::is_integral_v<T>);
+        using boost::endian::order;
+        if (little_)
+            boost::endian::endian_store<T, N, order::little>(bytes_ + Field, value);
+        else
+            boost::endian::endian_store<T, N, order::big>(bytes_ + Field, value);
+    }
+
+  private:
+    std::uint8_t* bytes_;
+    bool little_;
 };
 
 // How a layout's FDE reader reports a failure. Each layout writes its reader
@@ -169,13 +220,58 @@ inline std::uint64_t function_start(const Geometry& g, std::uint64_t field_offse
     return base + static_cast<std::uint64_t>(field);
 }
 
-// FDE info byte, bits 0-5, identical in every version (v1 section 1.3.1, v2
-// section 2.3.1, v3 section 2.3.3): FRE type, PC type, PAuth key.
+// The FDE info byte (v1 section 1.3.1, v2 section 2.3.1, v3 section 2.3.3),
+// read and written here only: bits 0-3 the FRE type, bit 4 the PC type
+// (PC-mask), bit 5 the PAuth key (B), bit 7 the signal-frame bit (v3 only;
+// 0 before). v3's second info byte holds the FDE type in bits 0-4.
+namespace fde_info {
+inline constexpr std::uint8_t pc_mask = 0x10U;
+inline constexpr std::uint8_t pauth_key_b = 0x20U;
+inline constexpr std::uint8_t signal = 0x80U;
+inline constexpr std::uint8_t info2_fde_type = 0x1fU;
+
+inline constexpr std::uint8_t make(FreType fre_type, PcType pc_type, PauthKey key,
+                                   bool signal_frame) {
+    return static_cast<std::uint8_t>(
+        static_cast<unsigned>(fre_type) | (pc_type == PcType::Mask ? pc_mask : 0U) |
+        (key == PauthKey::B ? pauth_key_b : 0U) | (signal_frame ? signal : 0U));
+}
+} // namespace fde_info
+
+// FDE info byte, bits 0-5, identical in every version.
 inline void decode_info_common(Fde& fde) {
     fde.fre_type = static_cast<FreType>(fde.info & 0xfU);
-    fde.pc_type = (fde.info & 0x10U) != 0 ? PcType::Mask : PcType::Inc;
-    fde.pauth_key = (fde.info & 0x20U) != 0 ? PauthKey::B : PauthKey::A;
+    fde.pc_type = (fde.info & fde_info::pc_mask) != 0 ? PcType::Mask : PcType::Inc;
+    fde.pauth_key = (fde.info & fde_info::pauth_key_b) != 0 ? PauthKey::B : PauthKey::A;
 }
+
+// The FRE info byte (v3 section 2.4.1; the same bits in v1 and v2), read and
+// written here only: bit 0 the CFA base register (SFRAME_BASE_REG_SP is 1,
+// FP 0), bits 1-4 the data word count, bits 5-6 the word size code (1, 2 or
+// 4 bytes; 3 is invalid), bit 7 the mangled-RA bit.
+namespace fre_info {
+inline constexpr bool cfa_base_sp(std::uint8_t info) {
+    return (info & 0x1U) != 0;
+}
+inline constexpr unsigned word_count(std::uint8_t info) {
+    return (info >> 1U) & 0xfU;
+}
+inline constexpr unsigned size_code(std::uint8_t info) {
+    return (info >> 5U) & 0x3U;
+}
+inline constexpr unsigned invalid_size_code = 3;
+inline constexpr bool mangled_ra(std::uint8_t info) {
+    return (info & 0x80U) != 0;
+}
+// The size code of a data word of 1, 2 or 4 bytes.
+inline constexpr unsigned size_code_of(unsigned word_size) {
+    return word_size == 1 ? 0U : word_size == 2 ? 1U : 2U;
+}
+inline constexpr std::uint8_t make(bool base_sp, unsigned words, unsigned code, bool mangled) {
+    return static_cast<std::uint8_t>((base_sp ? 1U : 0U) | (words << 1U) | (code << 5U) |
+                                     (mangled ? 0x80U : 0U));
+}
+} // namespace fre_info
 
 // Layout::implied_rep_size of the versions that store the size.
 std::uint8_t no_implied_rep_size(AbiArch abi);

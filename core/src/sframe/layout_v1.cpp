@@ -58,6 +58,16 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
     return true;
 }
 
+void write(const FdeFields& f, ByteOrder order, std::span<std::uint8_t> entry,
+           std::span<std::uint8_t> /*attr*/) {
+    RecordWriter<fde_size> w(entry, order);
+    w.set<std::int32_t, 0>(static_cast<std::int32_t>(f.start_field));
+    w.set<std::uint32_t, 4>(f.size);
+    w.set<std::uint32_t, 8>(f.fre_offset);
+    w.set<std::uint32_t, 12>(f.num_fres);
+    w.set<std::uint8_t, 16>(f.info);
+}
+
 } // namespace
 
 extern const Layout layout_v1;
@@ -70,7 +80,14 @@ const Layout layout_v1{Version::V1,
                        /*s390x_regnum_words=*/false,
                        /*empty_fde_is_outermost=*/false,
                        /*start_field_size=*/4,
+                       /*attr_size=*/0,
+                       /*max_fres_per_fde=*/0xffffffffU,
+                       /*has_fde_types=*/false,
+                       /*has_signal_bit=*/false,
+                       /*empty_fre_is_outermost=*/false,
+                       /*has_ra_padding_word=*/false,
                        explained<read<Explain>>,
-                       quiet<read<Quiet>>};
+                       quiet<read<Quiet>>,
+                       write};
 
 } // namespace sfunwind::sframe

@@ -43,6 +43,18 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
     return true;
 }
 
+void write(const FdeFields& f, ByteOrder order, std::span<std::uint8_t> entry,
+           std::span<std::uint8_t> /*attr*/) {
+    RecordWriter<fde_size> w(entry, order);
+    w.set<std::int32_t, 0>(static_cast<std::int32_t>(f.start_field));
+    w.set<std::uint32_t, 4>(f.size);
+    w.set<std::uint32_t, 8>(f.fre_offset);
+    w.set<std::uint32_t, 12>(f.num_fres);
+    w.set<std::uint8_t, 16>(f.info);
+    w.set<std::uint8_t, 17>(f.rep_size);
+    w.set<std::uint16_t, 18>(0); // sfde_func_padding2
+}
+
 } // namespace
 
 extern const Layout layout_v2;
@@ -55,7 +67,14 @@ const Layout layout_v2{Version::V2,
                        /*s390x_regnum_words=*/true,
                        /*empty_fde_is_outermost=*/false,
                        /*start_field_size=*/4,
+                       /*attr_size=*/0,
+                       /*max_fres_per_fde=*/0xffffffffU,
+                       /*has_fde_types=*/false,
+                       /*has_signal_bit=*/false,
+                       /*empty_fre_is_outermost=*/true,
+                       /*has_ra_padding_word=*/true,
                        explained<read<Explain>>,
-                       quiet<read<Quiet>>};
+                       quiet<read<Quiet>>,
+                       write};
 
 } // namespace sfunwind::sframe

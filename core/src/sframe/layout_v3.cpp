@@ -60,9 +60,22 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
     f.rep_size = attr.get<std::uint8_t, 4>();
     f.fres_begin = f.attr_offset + attr_size;
     decode_info_common(f);
-    f.signal = (f.info & 0x80U) != 0;
-    f.fde_type = static_cast<FdeType>(f.info2 & 0x1fU);
+    f.signal = (f.info & fde_info::signal) != 0;
+    f.fde_type = static_cast<FdeType>(f.info2 & fde_info::info2_fde_type);
     return true;
+}
+
+void write(const FdeFields& f, ByteOrder order, std::span<std::uint8_t> entry,
+           std::span<std::uint8_t> attr) {
+    RecordWriter<fde_size> index(entry, order);
+    index.set<std::int64_t, 0>(f.start_field);
+    index.set<std::uint32_t, 8>(f.size);
+    index.set<std::uint32_t, 12>(f.fre_offset);
+    RecordWriter<attr_size> a(attr, order);
+    a.set<std::uint16_t, 0>(static_cast<std::uint16_t>(f.num_fres));
+    a.set<std::uint8_t, 2>(f.info);
+    a.set<std::uint8_t, 3>(f.info2);
+    a.set<std::uint8_t, 4>(f.rep_size);
 }
 
 } // namespace
@@ -77,7 +90,14 @@ const Layout layout_v3{Version::V3,
                        /*s390x_regnum_words=*/false,
                        /*empty_fde_is_outermost=*/true,
                        /*start_field_size=*/8,
+                       attr_size,
+                       /*max_fres_per_fde=*/0xffffU,
+                       /*has_fde_types=*/true,
+                       /*has_signal_bit=*/true,
+                       /*empty_fre_is_outermost=*/true,
+                       /*has_ra_padding_word=*/true,
                        explained<read<Explain>>,
-                       quiet<read<Quiet>>};
+                       quiet<read<Quiet>>,
+                       write};
 
 } // namespace sfunwind::sframe

@@ -161,12 +161,11 @@ Status Section::decode_fre(const Fde& fde, std::uint64_t offset, Fre& fre) const
         return Error(Errc::Truncated,
                      "FRE of FDE " + std::to_string(fde.index) + " runs past the FRE sub-section",
                      offset);
-    // FRE info byte (spec v3 section 2.4.1).
-    fre.cfa_base_fp = (fre.info & 0x1U) == 0; // SFRAME_BASE_REG_FP is 0, SP is 1
-    fre.word_count = static_cast<std::uint8_t>((fre.info >> 1U) & 0xfU);
-    const unsigned size_code = (fre.info >> 5U) & 0x3U;
-    fre.mangled_ra = (fre.info & 0x80U) != 0;
-    if (size_code == 3)
+    fre.cfa_base_fp = !fre_info::cfa_base_sp(fre.info);
+    fre.word_count = static_cast<std::uint8_t>(fre_info::word_count(fre.info));
+    const unsigned size_code = fre_info::size_code(fre.info);
+    fre.mangled_ra = fre_info::mangled_ra(fre.info);
+    if (size_code == fre_info::invalid_size_code)
         return Error(Errc::Malformed,
                      "FRE of FDE " + std::to_string(fde.index) + ": invalid data word size code 3",
                      offset + start_width);

@@ -153,7 +153,7 @@ template <unsigned Width, boost::endian::order Order>
         const std::uint32_t start =
             boost::endian::endian_load<std::uint32_t, Width, Order>(data + at);
         const std::uint8_t info = data[at + Width];
-        if ((info & 0x60U) == 0x60U) {
+        if (fre_info::size_code(info) == fre_info::invalid_size_code) {
             r.unreadable = true;
             break;
         }
@@ -164,7 +164,7 @@ template <unsigned Width, boost::endian::order Order>
         r.chosen = at;
         r.chosen_start = start;
         r.chosen_info = info;
-        at += Width + 1U + (((info >> 1U) & 0xfU) << ((info >> 5U) & 0x3U));
+        at += Width + 1U + (fre_info::word_count(info) << fre_info::size_code(info));
     }
     r.index = i;
     r.at = at;
@@ -397,12 +397,10 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
     const std::uint64_t next_start =
         found.index < fde.num_fres ? std::min<std::uint64_t>(found.start, limit) : limit;
 
-    // The chosen FRE's data words, read straight into the rules' view (spec
-    // v3 section 2.4.1: info bit 0 is the CFA base, bits 1-4 the word count,
-    // 5-6 the word size code, 7 the mangled-RA bit).
+    // The chosen FRE's data words, read straight into the rules' view.
     const std::uint8_t info = found.chosen_info;
-    const unsigned count = (info >> 1U) & 0xfU;
-    const unsigned size = 1U << ((info >> 5U) & 0x3U);
+    const unsigned count = fre_info::word_count(info);
+    const unsigned size = 1U << fre_info::size_code(info);
     const std::uint64_t words_at = found.chosen + width + 1U;
     std::array<std::int32_t, Fre::max_words> words; // the first `count` are read
     if (!read_words(frev, words_at, count, size, words.data())) [[unlikely]] {
@@ -418,8 +416,8 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
             },
             found.chosen);
     }
-    const FreWords view{words.data(), count, size, (info & 0x1U) == 0};
-    if (auto st = fill_row(fde, found.chosen, found.chosen_start, (info & 0x80U) != 0, view,
+    const FreWords view{words.data(), count, size, !fre_info::cfa_base_sp(info)};
+    if (auto st = fill_row(fde, found.chosen, found.chosen_start, fre_info::mangled_ra(info), view,
                            found.index - 1, next_start, row);
         !st)
         return fail(std::move(st).error());

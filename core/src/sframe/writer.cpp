@@ -67,6 +67,16 @@ class Emitter {
     void append(const std::vector<std::uint8_t>& raw) {
         bytes_.insert(bytes_.end(), raw.begin(), raw.end());
     }
+    // `size` zero bytes, to be filled in place later.
+    std::size_t reserve(std::size_t size) {
+        const std::size_t at = bytes_.size();
+        bytes_.resize(at + size);
+        return at;
+    }
+    std::span<std::uint8_t> span(std::size_t at, std::size_t size) {
+        return std::span<std::uint8_t>(bytes_).subspan(at, size);
+    }
+    ByteOrder order() const { return order_; }
     std::size_t size() const { return bytes_.size(); }
     std::vector<std::uint8_t> take() { return std::move(bytes_); }
 
@@ -78,7 +88,8 @@ class Emitter {
 class Encoder {
   public:
     Encoder(const WriterOptions& o, const std::vector<FdeSpec>& fdes)
-        : o_(o), fdes_(fdes), abi_(abi_of(o.abi) != nullptr ? *abi_of(o.abi) : abi_amd64()) {
+        : o_(o), fdes_(fdes), abi_(abi_of(o.abi) != nullptr ? *abi_of(o.abi) : abi_amd64()),
+          layout_(layout_for(static_cast<std::uint8_t>(o.version))) {
         fixed_ra_ = o.cfa_fixed_ra_offset.value_or(abi_.fixed_ra_offset);
         fixed_fp_ = o.cfa_fixed_fp_offset.value_or(std::int8_t{0});
     }
@@ -102,22 +113,29 @@ class Encoder {
     Expected<std::int64_t> saved_word(const RegRule& r, const char* what) const;
     Expected<Word> flex_control(const RegRule& r, const char* what) const;
 
-    unsigned fde_size() const {
-        switch (o_.version) {
-        case Version::V1:
-            return 17;
-        case Version::V2:
-            return 20;
-        case Version::V3:
-            return 16;
-        }
-        return 16;
-    }
-    bool v(Version x) const { return o_.version == x; }
+    // Every function's FREs, encoded before anything is written: the header
+    // needs their count, and each FDE its FRE type.
+    struct Functions {
+        std::vector<std::vector<EncodedFre>> fres;
+        std::vector<FreType> fre_types;
+        std::uint64_t total_fres = 0;
+    };
+    std::vector<std::size_t> section_order() const;
+    Status check_overlaps() const;
+    Expected<Functions> encode_functions();
+    Expected<FreType> fre_type_of(const FdeSpec& f) const;
+    std::uint8_t header_flags() const;
+    void write_header(Emitter& out, const Functions& fns) const;
+    void write_fre_subsection(Emitter& out, const Functions& fns,
+                              std::vector<WrittenFde>& written) const;
+    Status write_fde_records(Emitter& out, const Functions& fns,
+                             const std::vector<std::size_t>& order, std::uint64_t fde_sub,
+                             std::vector<WrittenFde>& written) const;
 
     const WriterOptions& o_;
     const std::vector<FdeSpec>& fdes_;
     const Abi& abi_;
+    const Layout* layout_; // null for a version that does not exist (check_section says so)
     std::int8_t fixed_ra_ = 0;
     std::int8_t fixed_fp_ = 0;
     std::string context_; // "function 2 (0x401000), FRE 1 (+0x4): "
@@ -125,19 +143,18 @@ class Encoder {
 
 Status Encoder::check_section() const {
     const unsigned version = static_cast<unsigned>(o_.version);
-    if (version < 1 || version > 3)
+    if (layout_ == nullptr)
         return Error(Errc::Unsupported, "cannot write SFrame version " + std::to_string(version));
-    // s390x arrived with v2 erratum 1.
-    if (o_.abi == AbiArch::S390xBig && v(Version::V1))
-        return Error(Errc::Unsupported,
-                     "SFrame version 1 has no s390x ABI (added by v2 erratum 1)");
+    if (o_.abi == AbiArch::S390xBig && !layout_->allows_s390x)
+        return Error(Errc::Unsupported, "SFrame version " + std::to_string(version) +
+                                            " has no s390x ABI (added by v2 erratum 1)");
     const auto abi = static_cast<unsigned>(o_.abi);
     if (abi < 1 || abi > 4)
         return Error(Errc::Unsupported, "unknown ABI/arch identifier " + std::to_string(abi));
     // Spec v3 section 2.1.3: SFRAME_F_FRAME_POINTER exists in v1 and v2 only.
-    if (o_.frame_pointer && v(Version::V3))
-        return Error(Errc::Unsupported,
-                     "SFRAME_F_FRAME_POINTER is not defined in SFrame version 3");
+    if (o_.frame_pointer && (layout_->valid_flags & flag::frame_pointer) == 0)
+        return Error(Errc::Unsupported, "SFRAME_F_FRAME_POINTER is not defined in SFrame version " +
+                                            std::to_string(version));
     if (o_.quirks.auxhdr.size() > 255)
         return Error(Errc::Unsupported, "auxiliary header of " +
                                             std::to_string(o_.quirks.auxhdr.size()) +
@@ -149,16 +166,16 @@ Status Encoder::check_fde(const FdeSpec& f) {
     if (f.fde_type != FdeType::Default && f.fde_type != FdeType::Flex)
         return unsupported("unknown FDE type " + std::to_string(static_cast<unsigned>(f.fde_type)));
     // Spec v3 section 1.2: signal bits and FDE types are new in v3.
-    if (f.fde_type == FdeType::Flex && !v(Version::V3))
+    if (f.fde_type == FdeType::Flex && !layout_->has_fde_types)
         return unsupported("flexible FDEs need SFrame version 3");
-    if (f.signal && !v(Version::V3)) return unsupported("signal-frame FDEs need SFrame version 3");
+    if (f.signal && !layout_->has_signal_bit)
+        return unsupported("signal-frame FDEs need SFrame version 3");
     if (f.pc_type == PcType::Mask) {
         // v1 has no repeat block size field; a reader takes the one v1
         // implies for the ABI (layout_v1.cpp), so only that one can be
         // written. The field arrived with v2.
-        const Layout* layout = layout_for(static_cast<std::uint8_t>(o_.version));
-        if (layout != nullptr && !layout->has_rep_size) {
-            const std::uint8_t implied = layout->implied_rep_size(o_.abi);
+        if (!layout_->has_rep_size) {
+            const std::uint8_t implied = layout_->implied_rep_size(o_.abi);
             if (implied == 0)
                 return unsupported("PC-mask FDEs on " + std::string(abi_.name) +
                                    " need SFrame version 2 (a repeat block size)");
@@ -174,11 +191,10 @@ Status Encoder::check_fde(const FdeSpec& f) {
     }
     if (!o_.quirks.unchecked && f.pauth_key == PauthKey::B && abi_.arch != Arch::AArch64)
         return unsupported("PAuth key B on " + std::string(abi_.name) + " (AArch64 only)");
-    if (v(Version::V3) && f.fres.size() > std::numeric_limits<std::uint16_t>::max())
-        return unsupported(std::to_string(f.fres.size()) +
-                           " FREs; v3 FDE attributes count at most 65535");
-    if (f.fres.size() > std::numeric_limits<std::uint32_t>::max())
-        return unsupported("too many FREs");
+    if (f.fres.size() > layout_->max_fres_per_fde)
+        return unsupported(std::to_string(f.fres.size()) + " FREs; an SFrame version " +
+                           std::to_string(static_cast<unsigned>(o_.version)) +
+                           " FDE counts at most " + std::to_string(layout_->max_fres_per_fde));
     return ok();
 }
 
@@ -198,7 +214,7 @@ Expected<std::int64_t> Encoder::cfa_word(std::int32_t offset) const {
 // An RA or FP rule of a default FDE as its data word (spec v3 section 3.1;
 // v2 erratum 1 for s390x register numbers).
 Expected<std::int64_t> Encoder::saved_word(const RegRule& r, const char* what) const {
-    const bool s390x_v2 = abi_.arch == Arch::S390x && v(Version::V2);
+    const bool s390x_v2 = abi_.arch == Arch::S390x && layout_->s390x_regnum_words;
     if (r.kind == RegRule::Kind::AtCfa) {
         // An odd offset reads back as "in register offset >> 1" on v2 s390x.
         if (s390x_v2 && (r.offset & 1) != 0)
@@ -214,7 +230,7 @@ Expected<std::int64_t> Encoder::saved_word(const RegRule& r, const char* what) c
                            ": v3 encodes registers with flexible FDEs (spec v3 section 1.2)");
     return unsupported(std::string(what) + " rule " + describe(r, abi_) +
                        " cannot be encoded in a default " + std::string(abi_.name) + " FDE" +
-                       (v(Version::V3) ? "; use a flexible FDE" : ""));
+                       (layout_->has_fde_types ? "; use a flexible FDE" : ""));
 }
 
 // Default FDE data words (spec v3 section 3.1): CFA offset; the RA offset
@@ -243,7 +259,7 @@ Status Encoder::default_words(const FreSpec& fre, EncodedFre& out) const {
         if (ra.kind != RegRule::Kind::AtCfa || ra.offset != fixed_ra_)
             return unsupported("RA rule " + describe(ra, abi_) + ": the header fixes the RA at " +
                                describe(RegRule::at_cfa(fixed_ra_), abi_) +
-                               (v(Version::V3) ? "; other rules need a flexible FDE" : ""));
+                               (layout_->has_fde_types ? "; other rules need a flexible FDE" : ""));
     } else if (ra.kind == RegRule::Kind::SameValue) {
         ra_pending_padding = true;
     } else {
@@ -275,7 +291,7 @@ Status Encoder::default_words(const FreSpec& fre, EncodedFre& out) const {
     } else if (ra_pending_padding && (fp_word || ra.source == RegRule::Source::Padding)) {
         // v1 predates the padding word: its second word is the FP when the RA
         // is not tracked (spec v1 section 1.4), which needs a header-fixed RA.
-        if (v(Version::V1))
+        if (!layout_->has_ra_padding_word)
             return unsupported(
                 "RA in its register with the FP saved: SFrame version 1 has no padding word");
         out.words.push_back({fre_ra_offset_invalid, false});
@@ -391,7 +407,7 @@ Expected<std::vector<EncodedFre>> Encoder::encode_fres(const FdeSpec& f) {
         if (fre.ra.kind == RegRule::Kind::Undefined) {
             // Zero data words: RA undefined, the outermost frame (spec v2
             // erratum 2; v3 section 2.4.1).
-            if (v(Version::V1))
+            if (!layout_->empty_fre_is_outermost)
                 return unsupported(
                     "RA undefined (outermost frame) needs SFrame version 2 erratum 2");
         } else {
@@ -424,171 +440,189 @@ Expected<std::vector<EncodedFre>> Encoder::encode_fres(const FdeSpec& f) {
     return out;
 }
 
-Expected<std::vector<std::uint8_t>> Encoder::run(SectionMap* map) {
-    if (auto s = check_section(); !s) return std::move(s).error();
-    const WriterQuirks& q = o_.quirks;
-
-    // Section order: by start when sorted (spec v3 section 2.3.1), else as given.
+// Section order: by start when sorted (spec v3 section 2.3.1), else as given.
+std::vector<std::size_t> Encoder::section_order() const {
     std::vector<std::size_t> order(fdes_.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
-    if (o_.sorted && !q.keep_fde_order)
+    if (o_.sorted && !o_.quirks.keep_fde_order)
         std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
             return fdes_[a].start < fdes_[b].start;
         });
-    if (!q.unchecked) {
-        // Lookups find one FDE per PC (spec v3 section 2.3.1).
-        std::vector<std::size_t> by_start(order);
-        std::stable_sort(by_start.begin(), by_start.end(), [&](std::size_t a, std::size_t b) {
-            return fdes_[a].start < fdes_[b].start;
-        });
-        for (std::size_t i = 1; i < by_start.size(); ++i) {
-            const FdeSpec& a = fdes_[by_start[i - 1]];
-            const FdeSpec& b = fdes_[by_start[i]];
-            if (b.start < a.start + a.size)
-                return Error(Errc::Malformed,
-                             "function " + std::to_string(by_start[i]) + " (" + to_hex(b.start) +
-                                 ") overlaps function " + std::to_string(by_start[i - 1]) + " [" +
-                                 to_hex(a.start) + ", " + to_hex(a.start + a.size) + ")");
-        }
-    }
+    return order;
+}
 
-    // Encode every function's FREs first: the header needs their sizes.
-    std::vector<std::vector<EncodedFre>> fres(fdes_.size());
-    std::vector<FreType> fre_types(fdes_.size());
-    std::uint64_t total_fres = 0;
+// Lookups find one FDE per PC (spec v3 section 2.3.1).
+Status Encoder::check_overlaps() const {
+    if (o_.quirks.unchecked) return ok();
+    std::vector<std::size_t> by_start(fdes_.size());
+    std::iota(by_start.begin(), by_start.end(), std::size_t{0});
+    std::stable_sort(by_start.begin(), by_start.end(),
+                     [&](std::size_t a, std::size_t b) { return fdes_[a].start < fdes_[b].start; });
+    for (std::size_t i = 1; i < by_start.size(); ++i) {
+        const FdeSpec& a = fdes_[by_start[i - 1]];
+        const FdeSpec& b = fdes_[by_start[i]];
+        if (b.start < a.start + a.size)
+            return Error(Errc::Malformed,
+                         "function " + std::to_string(by_start[i]) + " (" + to_hex(b.start) +
+                             ") overlaps function " + std::to_string(by_start[i - 1]) + " [" +
+                             to_hex(a.start) + ", " + to_hex(a.start + a.size) + ")");
+    }
+    return ok();
+}
+
+// Spec v3 section 2.3.3.3: the narrowest FRE start field that fits, unless
+// the function asks for another.
+Expected<FreType> Encoder::fre_type_of(const FdeSpec& f) const {
+    std::uint32_t max_start = 0;
+    for (const FreSpec& fre : f.fres)
+        max_start = std::max(max_start, fre.start);
+    const FreType fitting = max_start <= 0xffU     ? FreType::Addr1
+                            : max_start <= 0xffffU ? FreType::Addr2
+                                                   : FreType::Addr4;
+    const FreType type = f.fre_type.value_or(fitting);
+    if (type > FreType::Addr4)
+        return unsupported("unknown FRE type " + std::to_string(static_cast<unsigned>(type)));
+    if (type < fitting)
+        return unsupported("FRE start +" + to_hex(max_start) + " does not fit FRE type " +
+                           std::to_string(static_cast<unsigned>(type)));
+    return type;
+}
+
+Expected<Encoder::Functions> Encoder::encode_functions() {
+    Functions fns;
+    fns.fres.resize(fdes_.size());
+    fns.fre_types.resize(fdes_.size());
     for (std::size_t i = 0; i < fdes_.size(); ++i) {
         const FdeSpec& f = fdes_[i];
         context_ = "function " + std::to_string(i) + " (" + to_hex(f.start) + "): ";
         if (auto s = check_fde(f); !s) return std::move(s).error();
         auto e = encode_fres(f);
         if (!e) return std::move(e).error();
-        fres[i] = std::move(*e);
-        // Spec v3 section 2.3.3.3: the narrowest start field that fits.
-        std::uint32_t max_start = 0;
-        for (const FreSpec& fre : f.fres)
-            max_start = std::max(max_start, fre.start);
-        const FreType fitting = max_start <= 0xffU     ? FreType::Addr1
-                                : max_start <= 0xffffU ? FreType::Addr2
-                                                       : FreType::Addr4;
-        fre_types[i] = f.fre_type.value_or(fitting);
-        if (fre_types[i] > FreType::Addr4)
-            return unsupported("unknown FRE type " +
-                               std::to_string(static_cast<unsigned>(fre_types[i])));
-        if (fre_types[i] < fitting)
-            return unsupported("FRE start +" + to_hex(max_start) + " does not fit FRE type " +
-                               std::to_string(static_cast<unsigned>(fre_types[i])));
-        total_fres += f.fres.size();
+        fns.fres[i] = std::move(*e);
+        auto type = fre_type_of(f);
+        if (!type) return std::move(type).error();
+        fns.fre_types[i] = *type;
+        fns.total_fres += f.fres.size();
     }
     context_.clear();
-
-    const ByteOrder order_bytes = q.byte_order.value_or(abi_.order);
-    Emitter out(order_bytes);
-    const std::uint64_t header_end = header_size + q.auxhdr.size();
-    const std::uint64_t fde_bytes = std::uint64_t{fde_size()} * fdes_.size();
-    if (total_fres > std::numeric_limits<std::uint32_t>::max() ||
+    const std::uint64_t fde_bytes = std::uint64_t{layout_->fde_size} * fdes_.size();
+    if (fns.total_fres > std::numeric_limits<std::uint32_t>::max() ||
         fde_bytes > std::numeric_limits<std::uint32_t>::max())
         return Error(Errc::Unsupported, "too many FDEs or FREs for the 32-bit header counts");
+    return fns;
+}
 
-    // Header (spec v3 section 2.2). Counts and lengths are patched in below.
+std::uint8_t Encoder::header_flags() const {
     std::uint8_t flags = 0;
     if (o_.sorted) flags |= flag::fde_sorted;
     if (o_.frame_pointer) flags |= flag::frame_pointer;
-    if (o_.pcrel && !v(Version::V1)) flags |= flag::fde_func_start_pcrel;
-    flags |= q.extra_flags;
+    if (o_.pcrel && (layout_->valid_flags & flag::fde_func_start_pcrel) != 0)
+        flags |= flag::fde_func_start_pcrel;
+    return flags | o_.quirks.extra_flags;
+}
+
+// The header (spec v3 section 2.2), the auxiliary header, and room for the
+// FDE records: FDEs follow the header, FREs follow the FDEs. sfh_fre_len
+// and the records are filled in once the FREs are written.
+void Encoder::write_header(Emitter& out, const Functions& fns) const {
+    const std::uint64_t fde_bytes = std::uint64_t{layout_->fde_size} * fdes_.size();
     out.put(magic, 2);
     out.put(static_cast<std::uint8_t>(o_.version), 1);
-    out.put(flags, 1);
+    out.put(header_flags(), 1);
     out.put(static_cast<std::uint8_t>(o_.abi), 1);
     out.put(static_cast<std::uint8_t>(fixed_fp_), 1);
     out.put(static_cast<std::uint8_t>(fixed_ra_), 1);
-    out.put(q.auxhdr.size(), 1);
-    out.put(fdes_.size(), 4); // sfh_num_fdes
-    out.put(total_fres, 4);   // sfh_num_fres
-    out.put(0, 4);            // sfh_fre_len, patched
-    out.put(0, 4);            // sfh_fdeoff: FDEs follow the header
-    out.put(fde_bytes, 4);    // sfh_freoff: FREs follow the FDEs
-    out.append(q.auxhdr);
-    const std::uint64_t fde_sub = header_end;
-    const std::uint64_t fre_sub = header_end + fde_bytes;
+    out.put(o_.quirks.auxhdr.size(), 1);
+    out.put(fdes_.size(), 4);   // sfh_num_fdes
+    out.put(fns.total_fres, 4); // sfh_num_fres
+    out.put(0, 4);              // sfh_fre_len
+    out.put(0, 4);              // sfh_fdeoff
+    out.put(fde_bytes, 4);      // sfh_freoff
+    out.append(o_.quirks.auxhdr);
+    out.reserve(fde_bytes);
+}
 
-    // FDE records, patched with their FRE offsets once those are known.
-    out.append(std::vector<std::uint8_t>(fde_bytes, 0));
-
-    std::vector<WrittenFde> written(fdes_.size());
-    std::vector<std::uint64_t> fre_off(fdes_.size());
-    // Each function's FREs (v3: attribute record and FREs) in the order the
-    // functions were given: GNU ld, too, sorts only the FDEs and leaves each
-    // input's FREs where they were.
+// Each function's data in the order the functions were given (GNU ld, too,
+// sorts only the FDEs and leaves each input's FREs where they were): its
+// attribute record where the version has one (filled in with the FDE), then
+// its FREs.
+void Encoder::write_fre_subsection(Emitter& out, const Functions& fns,
+                                   std::vector<WrittenFde>& written) const {
     for (std::size_t i = 0; i < fdes_.size(); ++i) {
-        const FdeSpec& f = fdes_[i];
-        fre_off[i] = out.size() - fre_sub;
         WrittenFde& w = written[i];
         w.input_index = i;
-        w.attr_offset = out.size();
-        if (v(Version::V3)) {
-            // FDE attribute record (spec v3 section 2.3.2); info byte 2.3.3.
-            const unsigned info =
-                static_cast<unsigned>(fre_types[i]) | (f.pc_type == PcType::Mask ? 0x10U : 0U) |
-                (f.pauth_key == PauthKey::B ? 0x20U : 0U) | (f.signal ? 0x80U : 0U);
-            out.put(f.fres.size(), 2);
-            out.put(info, 1);
-            out.put(static_cast<unsigned>(f.fde_type), 1);
-            out.put(f.rep_size, 1);
-        }
-        const unsigned start_width = 1U << static_cast<unsigned>(fre_types[i]);
-        for (const EncodedFre& e : fres[i]) {
+        w.attr_offset = out.reserve(layout_->attr_size);
+        const unsigned start_width = 1U << static_cast<unsigned>(fns.fre_types[i]);
+        for (const EncodedFre& e : fns.fres[i]) {
             w.fre_offsets.push_back(out.size());
-            // FRE info byte (spec v3 section 2.4.1): bit 0 base register
-            // (SFRAME_BASE_REG_SP = 1), bits 1-4 word count, 5-6 word size
-            // code, 7 mangled RA.
-            const unsigned size_code = e.word_size == 1 ? 0U : e.word_size == 2 ? 1U : 2U;
-            const unsigned info = (e.cfa_base_sp ? 1U : 0U) |
-                                  (static_cast<unsigned>(e.words.size()) << 1U) |
-                                  (size_code << 5U) | (e.mangled_ra ? 0x80U : 0U);
             out.put(e.start, start_width);
-            out.put(info, 1);
+            out.put(fre_info::make(e.cfa_base_sp, static_cast<unsigned>(e.words.size()),
+                                   fre_info::size_code_of(e.word_size), e.mangled_ra),
+                    1);
             for (const Word& word : e.words)
                 out.put(static_cast<std::uint64_t>(word.value), e.word_size);
         }
     }
+}
+
+// The FDE records, in section order, through the version's layout.
+Status Encoder::write_fde_records(Emitter& out, const Functions& fns,
+                                  const std::vector<std::size_t>& order, std::uint64_t fde_sub,
+                                  std::vector<WrittenFde>& written) const {
+    const std::uint64_t fre_sub = fde_sub + std::uint64_t{layout_->fde_size} * fdes_.size();
+    const bool pcrel = (header_flags() & flag::fde_func_start_pcrel) != 0;
+    for (std::size_t slot = 0; slot < order.size(); ++slot) {
+        const std::size_t i = order[slot];
+        const FdeSpec& f = fdes_[i];
+        const std::uint64_t at = fde_sub + std::uint64_t{slot} * layout_->fde_size;
+        WrittenFde& w = written[i];
+        w.entry_offset = at;
+        FdeFields fields;
+        // Function start: relative to the field itself with PCREL (v2
+        // erratum 1, v3 section 2.3.1), else to the section's start.
+        const std::uint64_t base = o_.section_vaddr + (pcrel ? at : 0);
+        fields.start_field = static_cast<std::int64_t>(f.start - base);
+        if (layout_->start_field_size == 4 &&
+            (fields.start_field < std::numeric_limits<std::int32_t>::min() ||
+             fields.start_field > std::numeric_limits<std::int32_t>::max()))
+            return Error(Errc::Unsupported,
+                         "function " + std::to_string(i) + " (" + to_hex(f.start) +
+                             ") is too far from the section for a 32-bit start field");
+        fields.size = f.size;
+        // To the function's data: its attribute record (v3), or first FRE.
+        fields.fre_offset = static_cast<std::uint32_t>(w.attr_offset - fre_sub);
+        fields.num_fres = static_cast<std::uint32_t>(f.fres.size());
+        fields.info = fde_info::make(fns.fre_types[i], f.pc_type, f.pauth_key,
+                                     layout_->has_signal_bit && f.signal);
+        fields.info2 = static_cast<std::uint8_t>(f.fde_type);
+        fields.rep_size = layout_->has_rep_size ? f.rep_size : 0;
+        layout_->write_fde(fields, out.order(), out.span(at, layout_->fde_size),
+                           out.span(w.attr_offset, layout_->attr_size));
+        if (layout_->attr_size == 0) w.attr_offset = at;
+    }
+    return ok();
+}
+
+Expected<std::vector<std::uint8_t>> Encoder::run(SectionMap* map) {
+    if (auto s = check_section(); !s) return std::move(s).error();
+    if (auto s = check_overlaps(); !s) return std::move(s).error();
+    auto fns = encode_functions();
+    if (!fns) return std::move(fns).error();
+
+    Emitter out(o_.quirks.byte_order.value_or(abi_.order));
+    write_header(out, *fns);
+    const std::uint64_t fde_sub = header_size + o_.quirks.auxhdr.size();
+    const std::uint64_t fre_sub = out.size();
+    std::vector<WrittenFde> written(fdes_.size());
+    write_fre_subsection(out, *fns, written);
     const std::uint64_t fre_len = out.size() - fre_sub;
     if (fre_len > std::numeric_limits<std::uint32_t>::max())
         return Error(Errc::Unsupported,
                      "FRE sub-section of " + std::to_string(fre_len) + " bytes exceeds 4 GiB");
-    out.put_at(16, fre_len, 4);
-
-    for (std::size_t slot = 0; slot < order.size(); ++slot) {
-        const std::size_t i = order[slot];
-        const FdeSpec& f = fdes_[i];
-        const std::uint64_t at = fde_sub + std::uint64_t{slot} * fde_size();
-        written[i].entry_offset = at;
-        if (!v(Version::V3)) written[i].attr_offset = at;
-        // Function start: relative to the field itself with PCREL (v2
-        // erratum 1, v3 section 2.3.1), else to the section's start.
-        const bool pcrel = (flags & flag::fde_func_start_pcrel) != 0 && !v(Version::V1);
-        const std::uint64_t base = o_.section_vaddr + (pcrel ? at : 0);
-        const auto field = static_cast<std::int64_t>(f.start - base);
-        if (!v(Version::V3) && (field < std::numeric_limits<std::int32_t>::min() ||
-                                field > std::numeric_limits<std::int32_t>::max()))
-            return Error(Errc::Unsupported,
-                         "function " + std::to_string(i) + " (" + to_hex(f.start) +
-                             ") is too far from the section for a 32-bit start field");
-        const unsigned info = static_cast<unsigned>(fre_types[i]) |
-                              (f.pc_type == PcType::Mask ? 0x10U : 0U) |
-                              (f.pauth_key == PauthKey::B ? 0x20U : 0U);
-        if (v(Version::V3)) {
-            out.put_at(at, static_cast<std::uint64_t>(field), 8);
-            out.put_at(at + 8, f.size, 4);
-            out.put_at(at + 12, fre_off[i], 4);
-        } else {
-            out.put_at(at, static_cast<std::uint64_t>(field), 4);
-            out.put_at(at + 4, f.size, 4);
-            out.put_at(at + 8, fre_off[i], 4);
-            out.put_at(at + 12, f.fres.size(), 4);
-            out.put_at(at + 16, info, 1);
-            if (v(Version::V2)) out.put_at(at + 17, f.rep_size, 1); // padding2 stays 0
-        }
-    }
+    out.put_at(16, fre_len, 4); // sfh_fre_len
+    const std::vector<std::size_t> order = section_order();
+    if (auto s = write_fde_records(out, *fns, order, fde_sub, written); !s)
+        return std::move(s).error();
 
     if (map != nullptr) {
         map->fde_subsection = fde_sub;
