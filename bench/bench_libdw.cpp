@@ -7,7 +7,7 @@
 //
 // The two tables are different data for the same code, so before timing,
 // each PC's SFrame row is compared with its CFI row the way `sfunwind check`
-// does (sfunwind/cfi/compare.hpp): the agreement is printed, so that a
+// does (sfunwind/cfi/row_comparison.hpp): the agreement is printed, so that a
 // reader sees both lookups answer the same question. It is not required to
 // be complete (the PLT's CFI is an expression, for one).
 //
@@ -17,7 +17,7 @@
 // libdw for one frame. Prints `sfunwind vs libdw (dwarf_cfi_addrframe): N.Nx`.
 #include "compare_common.hpp"
 #include "sfunwind/cfi/cfi_table.hpp"
-#include "sfunwind/cfi/compare.hpp"
+#include "sfunwind/cfi/row_comparison.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -31,6 +31,7 @@ using sfunwind::Errc;
 using sfunwind::Error;
 using sfunwind::Row;
 using sfunwind::Status;
+using sfunwind::to_hex;
 namespace sframe = sfunwind::sframe;
 
 // A power of two, so the loop wraps with a mask; 16 Ki PCs (128 KiB) keep the

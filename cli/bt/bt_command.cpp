@@ -7,10 +7,10 @@
 #include "options.hpp"
 #include "proc_maps.hpp"
 #include "process_memory.hpp"
+#include "process_modules.hpp"
 #include "registers.hpp"
 #include "report.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
-#include "target_modules.hpp"
 #include "thread_walk.hpp"
 #include "traced_process.hpp"
 
@@ -60,7 +60,7 @@ std::string siginfo_detail(const StopEvent& e) {
 
 // Every module of one process shares its ABI; the first ELF file that names
 // a supported one decides.
-std::optional<Abi> abi_of(const TargetModules& modules) {
+std::optional<Abi> abi_of(const ProcessModules& modules) {
     for (const auto& m : modules.all())
         if (m.elf() != nullptr)
             if (auto abi = m.elf()->abi()) return abi;
@@ -68,7 +68,7 @@ std::optional<Abi> abi_of(const TargetModules& modules) {
 }
 
 void walk(ThreadWalk& t, const ThreadRegisters& regs, const Abi& abi, const ModuleSet& set,
-          const TargetModules& modules, MemoryReader& memory, const BtOptions& o) {
+          const ProcessModules& modules, MemoryReader& memory, const BtOptions& o) {
     RegisterTable table = regs.table;
     BacktraceOptions bo;
     bo.max_frames = o.max_frames;
@@ -143,7 +143,7 @@ int run_live(const BtOptions& o) {
     auto maps = read_proc_maps(pid);
     if (!maps) return fail(maps.error().message(), exit_finding);
     ProcessMemory memory(pid, tids.front());
-    const TargetModules modules = modules_from_maps(pid, *maps, memory);
+    const ProcessModules modules = modules_from_maps(pid, *maps, memory);
     const std::optional<Abi> abi = abi_of(modules);
     if (!abi)
         return fail("process " + std::to_string(pid) + ": no module with a supported ABI",
@@ -191,7 +191,7 @@ int run_core(const BtOptions& o) {
     auto session = DwflSession::core(o.core_path, o.exe_path);
     if (!session) return fail(session.error().message(), exit_usage);
     DwflSession& dwfl = **session;
-    const TargetModules modules = dwfl.modules();
+    const ProcessModules modules = dwfl.modules();
     const std::optional<Abi> abi = abi_of(modules);
     if (!abi)
         return fail(o.core_path + ": no module with a supported ABI (is " + o.exe_path +

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // An SFrame backtrace against libdwfl's CFI backtrace of the same stop,
-// compared by the core's engine (unwind/compare.hpp), and what the CLI
+// compared by the core's engine (unwind/backtrace_comparison.hpp), and what the CLI
 // reports of it.
 #pragma once
 
 #include "dwfl_session.hpp"
 #include "sfunwind/abi.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
-#include "sfunwind/unwind/compare.hpp"
+#include "sfunwind/unwind/backtrace_comparison.hpp"
 
 #include <cstddef>
 #include <optional>

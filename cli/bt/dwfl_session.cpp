@@ -115,8 +115,8 @@ int collect_thread(Dwfl_Thread* thread, void* arg) {
 
 int collect_module(Dwfl_Module* mod, void** /*userdata*/, const char* name, Dwarf_Addr /*start*/,
                    void* arg) {
-    auto* out = static_cast<TargetModules*>(arg);
-    TargetModule m;
+    auto* out = static_cast<ProcessModules*>(arg);
+    ProcessModule m;
     m.path = name != nullptr ? name : "?";
     Dwarf_Addr bias = 0;
     Elf* elf = dwfl_module_getelf(mod, &bias);
@@ -245,8 +245,8 @@ Expected<std::vector<CoreThread>> DwflSession::threads() {
     return out;
 }
 
-TargetModules DwflSession::modules() {
-    TargetModules out;
+ProcessModules DwflSession::modules() {
+    ProcessModules out;
     dwfl_getmodules(impl_->dwfl, collect_module, &out, 0);
     return out;
 }

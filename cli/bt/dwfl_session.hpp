@@ -4,10 +4,10 @@
 // for cores, the modules from the link map and each thread's registers.
 #pragma once
 
+#include "process_modules.hpp"
 #include "registers.hpp"
 #include "sfunwind/abi.hpp"
 #include "sfunwind/error.hpp"
-#include "target_modules.hpp"
 
 #include <cstdint>
 #include <map>
@@ -80,7 +80,7 @@ class DwflSession {
     Expected<std::vector<CoreThread>> threads();
 
     // The modules libdwfl reported, with their SFrame sections.
-    TargetModules modules();
+    ProcessModules modules();
 
   private:
     DwflSession() = default;

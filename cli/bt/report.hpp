@@ -3,8 +3,8 @@
 // each thread's walks, as text or as one JSON document.
 #pragma once
 
+#include "process_modules.hpp"
 #include "sfunwind/abi.hpp"
-#include "target_modules.hpp"
 #include "thread_walk.hpp"
 
 #include <cstdio>
@@ -21,7 +21,7 @@ struct Report {
     pid_t pid = 0;
     std::string stop; // how the target stopped, one line
     Abi abi{};
-    const TargetModules* modules = nullptr;
+    const ProcessModules* modules = nullptr;
     // Names functions ElfFile's symbol tables do not (separate debug files); may be null.
     DwflSession* dwfl = nullptr;
     std::vector<ThreadWalk> threads; // the thread that stopped it first

@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-json module_json(const TargetModule& m) {
+json module_json(const ProcessModule& m) {
     json j{{"path", m.path},
            {"begin", to_hex(m.begin)},
            {"end", to_hex(m.end)},
@@ -36,7 +36,7 @@ json sframe_json(const Report& r, const ThreadWalk& t) {
     for (std::size_t i = 0; i < bt.frames.size(); ++i) {
         const Frame& f = bt.frames[i];
         const SymbolName sym = frame_symbol(r, f.address);
-        const TargetModule* m = r.modules->find(f.address.lookup_address());
+        const ProcessModule* m = r.modules->find(f.address.lookup_address());
         json j{{"index", i},
                {"pc", to_hex(f.regs.pc)},
                {"sp", to_hex(f.regs.sp)},

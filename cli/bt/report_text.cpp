@@ -20,7 +20,7 @@ std::string symbol_text(const std::string& name, std::uint64_t offset) {
 }
 
 std::string module_text(const Report& r, FrameAddress address) {
-    const TargetModule* m = r.modules->find(address.lookup_address());
+    const ProcessModule* m = r.modules->find(address.lookup_address());
     return m != nullptr ? m->short_name() : "?";
 }
 

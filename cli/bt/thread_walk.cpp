@@ -18,14 +18,14 @@ const char* to_string(WalkEnd end) noexcept {
     return "failed";
 }
 
-WalkEnd classify(const Backtrace& bt, const TargetModules& modules, std::string& message) {
+WalkEnd classify(const Backtrace& bt, const ProcessModules& modules, std::string& message) {
     if (bt.complete()) {
         message = "outermost frame (" + bt.stop.message() + ")";
         return WalkEnd::Outermost;
     }
     if (bt.stop.reason == StopReason::NoRow && !bt.frames.empty()) {
         const std::uint64_t pc = bt.frames.back().regs.pc;
-        const TargetModule* m = modules.find(bt.frames.back().address.lookup_address());
+        const ProcessModule* m = modules.find(bt.frames.back().address.lookup_address());
         if (m != nullptr) {
             if (m->table.rows)
                 message = "left the SFrame-covered code: no FDE in " + m->short_name() +

@@ -5,8 +5,8 @@
 
 #include "cfi_comparison.hpp"
 #include "dwfl_session.hpp"
+#include "process_modules.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
-#include "target_modules.hpp"
 
 #include <optional>
 #include <string>
@@ -25,7 +25,7 @@ const char* to_string(WalkEnd end) noexcept;
 // Decides how a walk ended. A NotFound stop is only "left coverage" when the
 // PC lies in a mapped ELF module (a library without .sframe, code without an
 // FDE); a PC outside every module means the previous step went wrong.
-WalkEnd classify(const Backtrace& bt, const TargetModules& modules, std::string& message);
+WalkEnd classify(const Backtrace& bt, const ProcessModules& modules, std::string& message);
 
 struct ThreadWalk {
     pid_t tid = 0;

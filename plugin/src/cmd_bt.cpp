@@ -2,7 +2,7 @@
 // `sframe bt`: the selected thread unwound by the core alone, from the
 // thread's live registers and memory.
 #include "command.hpp"
-#include "format.hpp"
+#include "display.hpp"
 #include "thread_command.hpp"
 
 #include <algorithm>

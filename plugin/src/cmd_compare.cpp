@@ -3,7 +3,7 @@
 // own unwinder, frame by frame, with the first divergence explained by the
 // core's compare_backtraces().
 #include "command.hpp"
-#include "format.hpp"
+#include "display.hpp"
 #include "sb_target.hpp"
 #include "thread_command.hpp"
 

@@ -2,7 +2,7 @@
 // `sframe show-unwind -a ADDR | -n NAME`: the SFrame rows of the function at
 // an address, laid out like LLDB's `image show-unwind` prints an UnwindPlan.
 #include "command.hpp"
-#include "format.hpp"
+#include "display.hpp"
 #include "sb_target.hpp"
 #include "sfunwind/row.hpp"
 

@@ -2,7 +2,7 @@
 // `sframe status`: which modules have SFrame (version, size, where found),
 // which `sframe bt` uses, and how LLDB's own unwinder is covered.
 #include "command.hpp"
-#include "format.hpp"
+#include "display.hpp"
 #include "json_out.hpp"
 
 #include <array>

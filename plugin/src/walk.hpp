@@ -8,7 +8,7 @@
 #include "sfunwind/abi.hpp"
 #include "sfunwind/error.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
-#include "sfunwind/unwind/compare.hpp"
+#include "sfunwind/unwind/backtrace_comparison.hpp"
 
 #include <cstdint>
 #include <lldb/API/SBDebugger.h>

@@ -3,7 +3,7 @@
 // readelf --debug-dump=frames prints for the same files.
 #include "catch.hpp"
 #include "sfunwind/cfi/cfi_table.hpp"
-#include "sfunwind/cfi/compare.hpp"
+#include "sfunwind/cfi/row_comparison.hpp"
 #include "sfunwind/elf/elf_file.hpp"
 #include "sfunwind/sframe/section.hpp"
 #include "support.hpp"

@@ -7,7 +7,7 @@
 #include "cfi_probe.hpp"
 #include "known_issues.hpp"
 #include "missing_reason.hpp"
-#include "sfunwind/cfi/compare.hpp"
+#include "sfunwind/cfi/row_comparison.hpp"
 #include "sfunwind/row.hpp"
 #include "sfunwind/sframe/section.hpp"
 

@@ -7,9 +7,9 @@
 namespace sfunwind::sframe {
 namespace {
 
-class Checker {
+class Validator {
   public:
-    explicit Checker(const Section& s) : s_(s) {}
+    explicit Validator(const Section& s) : s_(s) {}
 
     void error(std::uint64_t at, std::string msg) {
         out_.push_back({Problem::Severity::Error, at, std::move(msg)});
@@ -129,7 +129,7 @@ class Checker {
 } // namespace
 
 std::vector<Problem> validate(const Section& section) {
-    Checker c(section);
+    Validator c(section);
     c.header();
     c.fdes();
     return c.take();

@@ -8,7 +8,7 @@
 // DW_OP_breg6 -8; DW_OP_deref), and register rules offset(N), val_offset(N),
 // register(R), and expressions that reduce to CFA + N or R + N. Anything else
 // is "unrepresentable", with the DWARF operations as the reason.
-// sfunwind/cfi/compare.hpp says when a CfiRow and an SFrame Row agree.
+// sfunwind/cfi/row_comparison.hpp says when a CfiRow and an SFrame Row agree.
 //
 // Register numbers are DWARF numbers. A CfiTable refers to the ElfFile's
 // image and libelf handle: keep the ElfFile alive (moving it is fine) as long

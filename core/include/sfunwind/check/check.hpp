@@ -13,7 +13,7 @@
 // PLT's CFA expression): such a row has no Row form, and is evaluated by
 // libdwfl at every byte of it instead (`Verdict::AgreeEvaluated`).
 //
-// Rows are compared with cfi::compare() (sfunwind/cfi/compare.hpp defines
+// Rows are compared with cfi::compare() (sfunwind/cfi/row_comparison.hpp defines
 // when a CFI row and an SFrame row agree); SFrame rows are found with
 // sframe::Section::lookup(), i.e. exactly as an unwinder finds them.
 #pragma once

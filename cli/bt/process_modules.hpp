@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The ELF modules mapped into a target (program, shared libraries, vdso):
-// where each is loaded, its SFrame section if it has one, and its symbols.
+// where each is loaded, its unwind rows (SFrame, or ppc64 traceback tables) if it
+// has any, and its symbols.
 // Modules without SFrame are kept too, so that frames in them are named and
 // a walk that reaches them can say where it left the covered code.
 #pragma once
@@ -23,7 +24,7 @@
 
 namespace sfunwind::cli::bt {
 
-struct TargetModule {
+struct ProcessModule {
     std::string path;        // as the target names it (maps, link map)
     std::uint64_t begin = 0; // runtime range of its mappings
     std::uint64_t end = 0;
@@ -45,12 +46,12 @@ struct SymbolName {
     std::uint64_t offset = 0; // from the symbol's start
 };
 
-class TargetModules {
+class ProcessModules {
   public:
-    void add(TargetModule module);
+    void add(ProcessModule module);
     // The module whose mappings hold a runtime address, or null.
-    const TargetModule* find(std::uint64_t addr) const;
-    const std::vector<TargetModule>& all() const noexcept { return modules_; }
+    const ProcessModule* find(std::uint64_t addr) const;
+    const std::vector<ProcessModule>& all() const noexcept { return modules_; }
 
     // The modules that have unwind rows, for sfunwind::backtrace().
     ModuleSet sframe_modules() const;
@@ -59,16 +60,17 @@ class TargetModules {
     SymbolName symbol(FrameAddress address) const;
 
   private:
-    std::vector<TargetModule> modules_; // sorted by begin
+    std::vector<ProcessModule> modules_; // sorted by begin
 };
 
 // Reads the file, finds and parses its SFrame section; failures are recorded
 // in `problem`, never fatal: a module without SFrame is still a module.
-void load_module_file(TargetModule& m, const std::string& open_path);
-void load_module_image(TargetModule& m, std::span<const std::uint8_t> image);
+void load_module_file(ProcessModule& m, const std::string& open_path);
+void load_module_image(ProcessModule& m, std::span<const std::uint8_t> image);
 
 // The modules of a live process from /proc/PID/maps: every mapped ELF file,
 // and the vdso read from the process's memory.
-TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps, MemoryReader& memory);
+ProcessModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps,
+                                 MemoryReader& memory);
 
 } // namespace sfunwind::cli::bt

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "target_modules.hpp"
+#include "process_modules.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -39,7 +39,7 @@ std::string map_files_path(pid_t pid, const MapEntry& e) {
 
 } // namespace
 
-std::string TargetModule::short_name() const {
+std::string ProcessModule::short_name() const {
     const auto slash = path.rfind('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
@@ -47,7 +47,7 @@ std::string TargetModule::short_name() const {
 namespace {
 
 // A damaged .sframe says so; "no SFrame section" stays as it is.
-void take_table(TargetModule& m, elf::ModuleRows table) {
+void take_table(ProcessModule& m, elf::ModuleRows table) {
     m.table = std::move(table);
     m.problem = m.table.damaged() && m.table.where ? "unusable SFrame section: " + m.table.problem()
                                                    : m.table.problem();
@@ -55,29 +55,29 @@ void take_table(TargetModule& m, elf::ModuleRows table) {
 
 } // namespace
 
-void load_module_file(TargetModule& m, const std::string& open_path) {
+void load_module_file(ProcessModule& m, const std::string& open_path) {
     take_table(m, elf::open_module_rows(open_path));
 }
 
-void load_module_image(TargetModule& m, std::span<const std::uint8_t> image) {
+void load_module_image(ProcessModule& m, std::span<const std::uint8_t> image) {
     take_table(m, elf::open_module_rows(image, m.path));
 }
 
-void TargetModules::add(TargetModule module) {
+void ProcessModules::add(ProcessModule module) {
     auto at = std::upper_bound(modules_.begin(), modules_.end(), module.begin,
-                               [](std::uint64_t b, const TargetModule& m) { return b < m.begin; });
+                               [](std::uint64_t b, const ProcessModule& m) { return b < m.begin; });
     modules_.insert(at, std::move(module));
 }
 
-const TargetModule* TargetModules::find(std::uint64_t addr) const {
+const ProcessModule* ProcessModules::find(std::uint64_t addr) const {
     auto it = std::upper_bound(modules_.begin(), modules_.end(), addr,
-                               [](std::uint64_t a, const TargetModule& m) { return a < m.begin; });
+                               [](std::uint64_t a, const ProcessModule& m) { return a < m.begin; });
     if (it == modules_.begin()) return nullptr;
     --it;
     return addr < it->end ? &*it : nullptr;
 }
 
-ModuleSet TargetModules::sframe_modules() const {
+ModuleSet ProcessModules::sframe_modules() const {
     ModuleSet set;
     for (const auto& m : modules_) {
         if (!m.table.rows) continue;
@@ -92,26 +92,26 @@ ModuleSet TargetModules::sframe_modules() const {
     return set;
 }
 
-SymbolName TargetModules::symbol(FrameAddress address) const {
+SymbolName ProcessModules::symbol(FrameAddress address) const {
     const std::uint64_t at = address.lookup_address();
-    const TargetModule* m = find(at);
+    const ProcessModule* m = find(at);
     if (m == nullptr || m->elf() == nullptr) return {};
     const elf::Symbol* sym = m->elf()->symbol_for(at - m->bias);
     if (sym == nullptr) return {};
     return {sym->name, address.address() - m->bias - sym->value};
 }
 
-TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps,
-                                MemoryReader& memory) {
+ProcessModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps,
+                                 MemoryReader& memory) {
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     // Each file once, however many mappings it has (by device and inode, so
     // that a file replaced on disk is not confused with the mapped one).
     std::map<std::string, std::vector<const MapEntry*>> files;
     std::vector<std::string> order;
-    TargetModules out;
+    ProcessModules out;
     for (const auto& e : maps) {
         if (e.path == "[vdso]") {
-            TargetModule m;
+            ProcessModule m;
             m.path = "[vdso]";
             m.begin = e.start;
             m.end = e.end;
@@ -144,7 +144,7 @@ TargetModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps,
             static_cast<std::uint64_t>(st.st_ino) != first.inode)
             open_path = map_files_path(pid, first);
         if (!looks_like_elf(open_path)) continue;
-        TargetModule m;
+        ProcessModule m;
         m.path = first.path;
         m.begin = first.start;
         m.end = first.end;

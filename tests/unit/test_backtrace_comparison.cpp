@@ -2,7 +2,7 @@
 // compare_backtraces(): where two unwinds of one stop part, and which SFrame
 // limit explains it.
 #include "catch.hpp"
-#include "sfunwind/unwind/compare.hpp"
+#include "sfunwind/unwind/backtrace_comparison.hpp"
 
 using namespace sfunwind;
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "sfunwind/cfi/compare.hpp"
+#include "sfunwind/cfi/row_comparison.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "format.hpp"
+#include "display.hpp"
 
 #include <cstdio>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "sfunwind/unwind/compare.hpp"
+#include "sfunwind/unwind/backtrace_comparison.hpp"
 
 #include "sfunwind/row.hpp"
 
