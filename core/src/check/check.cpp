@@ -164,6 +164,30 @@ std::string value_text(std::uint64_t v, std::optional<std::uint64_t> cfa, const 
     return to_hex(v);
 }
 
+// One function as check_function() passes it between its steps: the result
+// being built and the FDEs of both tables that make it up.
+struct FunctionGroup {
+    Function fn;
+    std::vector<SframeFde*> sfdes;
+    std::vector<CfiFde> cfdes; // sorted by begin (the spans were)
+    bool plt = false;
+};
+
+// The CFI row at a breakpoint, chosen as CfiTable::at() chooses: the last FDE
+// starting at or before the PC.
+struct CfiLookup {
+    const cfi::CfiRow* row = nullptr;
+    const cfi::CfiRow* first_row = nullptr; // of the FDE that owns the PC
+    const std::string* error = nullptr;
+};
+
+Coverage coverage_of(bool plt, bool have_sframe, bool have_cfi) {
+    if (plt && have_sframe && have_cfi) return Coverage::Plt;
+    if (have_sframe && have_cfi) return Coverage::Both;
+    if (have_cfi) return Coverage::CfiOnly;
+    return Coverage::SframeOnly;
+}
+
 class Checker {
   public:
     Checker(const elf::ElfFile& file, const Options& options, const Abi& abi)
@@ -178,6 +202,13 @@ class Checker {
     std::string section_of(std::uint64_t pc) const;
     std::vector<std::vector<Span>> clusters() const;
     void check_function(const std::vector<Span>& spans);
+    CfiFde load_cfi_fde(std::uint32_t index);
+    FunctionGroup gather(const std::vector<Span>& spans);
+    void sframe_breakpoints(const SframeFde& s, std::vector<std::uint64_t>& bps);
+    std::vector<std::uint64_t> breakpoints(const FunctionGroup& g);
+    Expected<Row> sframe_row_at(const FunctionGroup& g, std::uint64_t pc);
+    void explain_missing(FunctionGroup& g);
+    void add_to_totals(Function fn);
     detail::CfiProbe* probe();
     void compare_at(Function& fn, std::uint64_t pc, std::uint64_t end, const Expected<Row>& srow,
                     const cfi::CfiRow* crow, const cfi::CfiRow* first_row,
@@ -473,34 +504,37 @@ void Checker::compare_at(Function& fn, std::uint64_t pc, std::uint64_t end,
     add_finding(fn, std::move(f));
 }
 
-void Checker::check_function(const std::vector<Span>& spans) {
-    Function fn;
+CfiFde Checker::load_cfi_fde(std::uint32_t index) {
+    CfiFde c;
+    c.index = index;
+    c.range = cfi_->fdes()[index];
+    auto rows = cfi_->rows(c.range);
+    if (rows) {
+        c.rows = std::move(*rows);
+        c.rows_ok = true;
+        c.used.assign(c.rows.size(), false);
+    } else {
+        c.error = rows.error().message();
+        report_.problems.push_back("CFI: " + c.error);
+    }
+    return c;
+}
+
+FunctionGroup Checker::gather(const std::vector<Span>& spans) {
+    FunctionGroup g;
+    Function& fn = g.fn;
     fn.begin = spans.front().begin;
     fn.end = spans.front().end;
-    std::vector<SframeFde*> sfdes;
-    std::vector<CfiFde> cfdes;
     bool mask = false;
     for (const Span& s : spans) {
         fn.end = std::max(fn.end, s.end);
         if (s.sframe) {
             fn.sframe_fdes.push_back(s.index);
-            sfdes.push_back(&*sfdes_[s.index]);
+            g.sfdes.push_back(&*sfdes_[s.index]);
             mask = mask || sfdes_[s.index]->fde.pc_type == sframe::PcType::Mask;
         } else {
             fn.cfi_fdes.push_back(s.index);
-            CfiFde c;
-            c.index = s.index;
-            c.range = cfi_->fdes()[s.index];
-            auto rows = cfi_->rows(c.range);
-            if (rows) {
-                c.rows = std::move(*rows);
-                c.rows_ok = true;
-                c.used.assign(c.rows.size(), false);
-            } else {
-                c.error = rows.error().message();
-                report_.problems.push_back("CFI: " + c.error);
-            }
-            cfdes.push_back(std::move(c));
+            g.cfdes.push_back(load_cfi_fde(s.index));
         }
     }
     fn.section = section_of(fn.begin);
@@ -511,44 +545,45 @@ void Checker::check_function(const std::vector<Span>& spans) {
         fn.name = fn.section;
     else
         fn.name = to_hex(fn.begin);
-    const bool plt = mask || is_plt_section(fn.section);
-    if (plt && !sfdes.empty() && !cfdes.empty())
-        fn.coverage = Coverage::Plt;
-    else if (!sfdes.empty() && !cfdes.empty())
-        fn.coverage = Coverage::Both;
-    else if (!cfdes.empty())
-        fn.coverage = Coverage::CfiOnly;
-    else
-        fn.coverage = Coverage::SframeOnly;
+    g.plt = mask || is_plt_section(fn.section);
+    fn.coverage = coverage_of(g.plt, !g.sfdes.empty(), !g.cfdes.empty());
+    return g;
+}
 
-    // Breakpoints: every row start of both tables, and every FDE boundary.
-    std::vector<std::uint64_t> bps{fn.begin};
-    for (const SframeFde* s : sfdes) {
-        const sframe::Fde& f = s->fde;
-        bps.push_back(f.start);
-        bps.push_back(f.end());
-        const bool repeats = f.pc_type == sframe::PcType::Mask && f.rep_size != 0;
-        const std::uint64_t step = repeats ? f.rep_size : f.size;
-        std::uint64_t added = 0;
-        for (std::uint64_t base = f.start;
-             base < f.end() && step != 0 && added < max_breakpoints_per_fde; base += step) {
-            for (const auto& fre : s->fres) {
-                if (repeats && fre.start >= f.rep_size) continue;
-                const std::uint64_t pc = base + fre.start;
-                if (pc < f.end()) {
-                    bps.push_back(pc);
-                    ++added;
-                }
+// The start of every row of one SFrame FDE, once per repetition for a
+// SFRAME_FDE_TYPE_PCMASK FDE (its FRE starts are offsets within rep_size).
+void Checker::sframe_breakpoints(const SframeFde& s, std::vector<std::uint64_t>& bps) {
+    const sframe::Fde& f = s.fde;
+    bps.push_back(f.start);
+    bps.push_back(f.end());
+    const bool repeats = f.pc_type == sframe::PcType::Mask && f.rep_size != 0;
+    const std::uint64_t step = repeats ? f.rep_size : f.size;
+    std::uint64_t added = 0;
+    for (std::uint64_t base = f.start;
+         base < f.end() && step != 0 && added < max_breakpoints_per_fde; base += step) {
+        for (const auto& fre : s.fres) {
+            if (repeats && fre.start >= f.rep_size) continue;
+            const std::uint64_t pc = base + fre.start;
+            if (pc < f.end()) {
+                bps.push_back(pc);
+                ++added;
             }
         }
-        if (added >= max_breakpoints_per_fde)
-            report_.problems.push_back(".sframe: FDE " + std::to_string(f.index) + " (" +
-                                       to_hex(f.start) + "): more than " +
-                                       std::to_string(max_breakpoints_per_fde) +
-                                       " breakpoints; only the first are checked");
     }
-    const bool compared = fn.coverage == Coverage::Both || fn.coverage == Coverage::Plt;
-    for (const CfiFde& c : cfdes) {
+    if (added >= max_breakpoints_per_fde)
+        report_.problems.push_back(
+            ".sframe: FDE " + std::to_string(f.index) + " (" + to_hex(f.start) + "): more than " +
+            std::to_string(max_breakpoints_per_fde) + " breakpoints; only the first are checked");
+}
+
+// Breakpoints: every row start of both tables, and every FDE boundary; sorted,
+// unique and inside the function.
+std::vector<std::uint64_t> Checker::breakpoints(const FunctionGroup& g) {
+    std::vector<std::uint64_t> bps{g.fn.begin};
+    for (const SframeFde* s : g.sfdes)
+        sframe_breakpoints(*s, bps);
+    const bool compared = g.fn.coverage == Coverage::Both || g.fn.coverage == Coverage::Plt;
+    for (const CfiFde& c : g.cfdes) {
         bps.push_back(c.range.begin);
         bps.push_back(c.range.end);
         for (const auto& r : c.rows) {
@@ -558,74 +593,79 @@ void Checker::check_function(const std::vector<Span>& spans) {
     }
     std::sort(bps.begin(), bps.end());
     bps.erase(std::unique(bps.begin(), bps.end()), bps.end());
-    while (!bps.empty() && bps.back() >= fn.end)
+    while (!bps.empty() && bps.back() >= g.fn.end)
         bps.pop_back();
+    return bps;
+}
 
-    for (std::size_t i = 0; i < bps.size(); ++i) {
-        const std::uint64_t pc = bps[i];
-        const std::uint64_t end = i + 1 < bps.size() ? bps[i + 1] : fn.end;
-        ++report_.breakpoints;
-        Expected<Row> srow =
-            section_ ? section_->lookup(pc) : Expected<Row>(Error(Errc::NotFound, "no .sframe"));
-        if (srow && srow->fde_index < sfdes_.size() && sfdes_[srow->fde_index] &&
-            srow->fre_index < sfdes_[srow->fde_index]->used.size())
-            sfdes_[srow->fde_index]->used[srow->fre_index] = true;
-        if (!srow && srow.error().code() == Errc::NotFound) {
-            // Say why in the terms of the group's SFrame FDEs.
-            srow = Error(Errc::NotFound,
-                         sfdes.empty() ? "no SFrame FDE" : "no SFrame FDE covers " + to_hex(pc));
-        }
-        // CfiTable::at()'s choice: the last FDE starting at or before pc.
-        const cfi::CfiRow* crow = nullptr;
-        const std::string* cfi_error = nullptr;
-        // cfdes is sorted by begin (the spans were).
-        auto after =
-            std::upper_bound(cfdes.begin(), cfdes.end(), pc,
-                             [](std::uint64_t p, const CfiFde& c) { return p < c.range.begin; });
-        CfiFde* owner = after == cfdes.begin() ? nullptr : &*std::prev(after);
-        if (owner != nullptr && pc < owner->range.end) {
-            if (!owner->rows_ok) {
-                cfi_error = &owner->error;
-            } else {
-                auto it = std::upper_bound(
-                    owner->rows.begin(), owner->rows.end(), pc,
-                    [](std::uint64_t p, const cfi::CfiRow& r) { return p < r.begin; });
-                if (it != owner->rows.begin()) {
-                    --it;
-                    if (pc < it->end) {
-                        crow = &*it;
-                        owner->used[static_cast<std::size_t>(it - owner->rows.begin())] = true;
-                    }
+// The SFrame row at `pc`, marked as used.
+Expected<Row> Checker::sframe_row_at(const FunctionGroup& g, std::uint64_t pc) {
+    Expected<Row> srow =
+        section_ ? section_->lookup(pc) : Expected<Row>(Error(Errc::NotFound, "no .sframe"));
+    if (srow && srow->fde_index < sfdes_.size() && sfdes_[srow->fde_index] &&
+        srow->fre_index < sfdes_[srow->fde_index]->used.size())
+        sfdes_[srow->fde_index]->used[srow->fre_index] = true;
+    if (!srow && srow.error().code() == Errc::NotFound) {
+        // Say why in the terms of the group's SFrame FDEs.
+        srow = Error(Errc::NotFound,
+                     g.sfdes.empty() ? "no SFrame FDE" : "no SFrame FDE covers " + to_hex(pc));
+    }
+    return srow;
+}
+
+// The CFI row at `pc` among the group's FDEs, marked as used.
+CfiLookup cfi_row_at(std::vector<CfiFde>& cfdes, std::uint64_t pc) {
+    CfiLookup out;
+    auto after =
+        std::upper_bound(cfdes.begin(), cfdes.end(), pc,
+                         [](std::uint64_t p, const CfiFde& c) { return p < c.range.begin; });
+    CfiFde* owner = after == cfdes.begin() ? nullptr : &*std::prev(after);
+    if (owner != nullptr && pc < owner->range.end) {
+        if (!owner->rows_ok) {
+            out.error = &owner->error;
+        } else {
+            auto it =
+                std::upper_bound(owner->rows.begin(), owner->rows.end(), pc,
+                                 [](std::uint64_t p, const cfi::CfiRow& r) { return p < r.begin; });
+            if (it != owner->rows.begin()) {
+                --it;
+                if (pc < it->end) {
+                    out.row = &*it;
+                    owner->used[static_cast<std::size_t>(it - owner->rows.begin())] = true;
                 }
             }
         }
-        const cfi::CfiRow* first_row =
-            owner != nullptr && !owner->rows.empty() ? &owner->rows.front() : nullptr;
-        compare_at(fn, pc, end, srow, crow, first_row, cfi_error);
     }
+    out.first_row = owner != nullptr && !owner->rows.empty() ? &owner->rows.front() : nullptr;
+    return out;
+}
 
+// Why a function is in one table only.
+void Checker::explain_missing(FunctionGroup& g) {
+    Function& fn = g.fn;
     if (fn.coverage == Coverage::CfiOnly) {
         std::vector<cfi::CfiRow> rows;
-        for (const CfiFde& c : cfdes)
+        for (const CfiFde& c : g.cfdes)
             rows.insert(rows.end(), c.rows.begin(), c.rows.end());
         auto m = detail::classify_missing(
             rows, abi_, section_ ? std::optional(section_->version()) : std::nullopt, languages_);
         fn.reason = m.reason;
         fn.detail = m.detail;
         if (!section_ && !sframe_error_.empty()) fn.detail = sframe_error_;
-        if (plt && section_) {
+        if (g.plt && section_) {
             fn.reason = MissingReason::Plt;
             fn.detail =
                 "linker-made stubs in " + fn.section + ": the linker wrote no SFrame FDE for them";
         }
     } else if (fn.coverage == Coverage::SframeOnly) {
         fn.detail = cfi_ ? "no CFI FDE covers it" : "the file has no CFI (" + no_cfi_why_ + ")";
-        if (plt)
+        if (g.plt)
             fn.detail = "linker-made stubs" + (fn.section.empty() ? "" : " in " + fn.section) +
                         "; " + fn.detail;
     }
-    unreachable_rows(sfdes, cfdes);
+}
 
+void Checker::add_to_totals(Function fn) {
     Totals& t = report_.totals[static_cast<std::size_t>(fn.coverage)];
     ++t.functions;
     t.bytes += fn.size();
@@ -637,6 +677,22 @@ void Checker::check_function(const std::vector<Span>& spans) {
         ++t.functions_agreeing;
     report_.bytes += fn.size();
     report_.functions.push_back(std::move(fn));
+}
+
+void Checker::check_function(const std::vector<Span>& spans) {
+    FunctionGroup g = gather(spans);
+    const std::vector<std::uint64_t> bps = breakpoints(g);
+    for (std::size_t i = 0; i < bps.size(); ++i) {
+        const std::uint64_t pc = bps[i];
+        const std::uint64_t end = i + 1 < bps.size() ? bps[i + 1] : g.fn.end;
+        ++report_.breakpoints;
+        const Expected<Row> srow = sframe_row_at(g, pc);
+        const CfiLookup c = cfi_row_at(g.cfdes, pc);
+        compare_at(g.fn, pc, end, srow, c.row, c.first_row, c.error);
+    }
+    explain_missing(g);
+    unreachable_rows(g.sfdes, g.cfdes);
+    add_to_totals(std::move(g.fn));
 }
 
 void Checker::unreachable_rows(const std::vector<SframeFde*>& sfdes,

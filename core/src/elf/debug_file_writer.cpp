@@ -128,38 +128,53 @@ class FileCloser {
     int fd_;
 };
 
-} // namespace
+// Errors name the base and the output path.
+struct Failure {
+    std::string who;
+    Error operator()(Errc code, const std::string& what) const {
+        return Error(code, who + ": " + what);
+    }
+    Error libelf(const char* what) const {
+        return (*this)(Errc::Io, std::string(what) + ": " + elf_errmsg(-1));
+    }
+};
 
-Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileContents& contents,
-                                           const std::string& path) {
-    const std::string who = base.name() + " -> " + path;
-    auto fail = [&](Errc code, const std::string& what) { return Error(code, who + ": " + what); };
-    auto libelf_fail = [&](const char* what) {
-        return fail(Errc::Io, std::string(what) + ": " + elf_errmsg(-1));
-    };
-
-    ::Elf* src = base.libelf_handle();
-    if (src == nullptr) return fail(Errc::Malformed, "no ELF image");
-    GElf_Ehdr ehdr;
-    if (gelf_getehdr(src, &ehdr) == nullptr) return libelf_fail("cannot read the ELF header");
-    if (gelf_getclass(src) != ELFCLASS64)
-        return fail(Errc::Unsupported, "only 64-bit ELF files are supported");
-    const bool little = ehdr.e_ident[EI_DATA] == ELFDATA2LSB;
+// The base file as read: its headers, its sections by index (0 is the null
+// section) and the end of the bytes its headers and sections use.
+struct Source {
+    ::Elf* elf = nullptr;
+    GElf_Ehdr ehdr{};
+    bool little = true;
     std::size_t shstrndx = 0;
-    if (elf_getshdrstrndx(src, &shstrndx) != 0) return libelf_fail("no section name table");
     std::size_t phnum = 0;
-    if (elf_getphdrnum(src, &phnum) != 0) return libelf_fail("cannot count the program headers");
-
-    // The program's sections, by index (0 is the null section).
-    std::vector<SourceSection> sections(1);
+    std::vector<SourceSection> sections;
     std::optional<std::size_t> symtab, dynsym, debug_frame;
-    std::uint64_t end_of_used = ehdr.e_phoff + phnum * ehdr.e_phentsize;
-    end_of_used = std::max<std::uint64_t>(end_of_used, ehdr.e_ehsize);
-    for (Elf_Scn* scn = elf_nextscn(src, nullptr); scn != nullptr; scn = elf_nextscn(src, scn)) {
+    std::uint64_t end_of_used = 0;
+};
+
+Status read_headers(const ElfFile& base, Source& s, const Failure& fail) {
+    s.elf = base.libelf_handle();
+    if (s.elf == nullptr) return fail(Errc::Malformed, "no ELF image");
+    if (gelf_getehdr(s.elf, &s.ehdr) == nullptr) return fail.libelf("cannot read the ELF header");
+    if (gelf_getclass(s.elf) != ELFCLASS64)
+        return fail(Errc::Unsupported, "only 64-bit ELF files are supported");
+    s.little = s.ehdr.e_ident[EI_DATA] == ELFDATA2LSB;
+    if (elf_getshdrstrndx(s.elf, &s.shstrndx) != 0) return fail.libelf("no section name table");
+    if (elf_getphdrnum(s.elf, &s.phnum) != 0)
+        return fail.libelf("cannot count the program headers");
+    return ok();
+}
+
+Status read_sections(Source& src, const Failure& fail) {
+    src.sections.resize(1);
+    src.end_of_used = src.ehdr.e_phoff + src.phnum * src.ehdr.e_phentsize;
+    src.end_of_used = std::max<std::uint64_t>(src.end_of_used, src.ehdr.e_ehsize);
+    for (Elf_Scn* scn = elf_nextscn(src.elf, nullptr); scn != nullptr;
+         scn = elf_nextscn(src.elf, scn)) {
         SourceSection s;
         if (gelf_getshdr(scn, &s.shdr) == nullptr)
-            return libelf_fail("cannot read a section header");
-        const char* name = elf_strptr(src, shstrndx, s.shdr.sh_name);
+            return fail.libelf("cannot read a section header");
+        const char* name = elf_strptr(src.elf, src.shstrndx, s.shdr.sh_name);
         s.name = name != nullptr ? name : "";
         if (s.shdr.sh_type != SHT_NOBITS && s.shdr.sh_size > 0) {
             Elf_Data* raw = elf_rawdata(scn, nullptr);
@@ -167,146 +182,285 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
                 return fail(Errc::Truncated,
                             "section " + s.name + " runs past the end of the file");
             s.raw = {static_cast<const std::uint8_t*>(raw->d_buf), raw->d_size};
-            end_of_used = std::max(end_of_used, s.shdr.sh_offset + s.shdr.sh_size);
+            src.end_of_used = std::max(src.end_of_used, s.shdr.sh_offset + s.shdr.sh_size);
         }
         const std::size_t index = elf_ndxscn(scn);
-        if (index != sections.size())
+        if (index != src.sections.size())
             return fail(Errc::Malformed, "section indices are not consecutive");
-        if (s.shdr.sh_type == SHT_SYMTAB && !symtab) symtab = index;
-        if (s.shdr.sh_type == SHT_DYNSYM && !dynsym) dynsym = index;
-        if (s.name == ".debug_frame" && !debug_frame) debug_frame = index;
-        sections.push_back(std::move(s));
+        if (s.shdr.sh_type == SHT_SYMTAB && !src.symtab) src.symtab = index;
+        if (s.shdr.sh_type == SHT_DYNSYM && !src.dynsym) src.dynsym = index;
+        if (s.name == ".debug_frame" && !src.debug_frame) src.debug_frame = index;
+        src.sections.push_back(std::move(s));
     }
-    if (shstrndx == 0 || shstrndx >= sections.size())
+    if (src.shstrndx == 0 || src.shstrndx >= src.sections.size())
         return fail(Errc::Malformed, "no section name table");
-    if (sections.size() + 3 >= SHN_LORESERVE)
+    if (src.sections.size() + 3 >= SHN_LORESERVE)
         return fail(Errc::Unsupported, "too many sections for a plain section header table");
+    return ok();
+}
 
-    // The new symbol table: the program's own entries, then what LLDB would
-    // otherwise not see. ELF wants the locals first (sh_info = first global).
-    std::vector<SymbolEntry> locals, globals;
-    std::set<std::uint64_t> function_starts;
-    std::set<std::pair<std::string, std::uint64_t>> present;
-    auto is_function = [](const SymbolEntry& e) {
-        const unsigned type = GELF_ST_TYPE(e.info);
-        return type == STT_FUNC || type == STT_GNU_IFUNC;
-    };
-    if (symtab) {
-        for (auto& e : read_symbols(src, elf_getscn(src, *symtab), sections[*symtab].shdr)) {
-            if (is_function(e) && e.shndx != SHN_UNDEF) function_starts.insert(e.value);
-            present.emplace(e.name, e.value);
-            (GELF_ST_BIND(e.info) == STB_LOCAL ? locals : globals).push_back(std::move(e));
+bool is_function(const SymbolEntry& e) {
+    const unsigned type = GELF_ST_TYPE(e.info);
+    return type == STT_FUNC || type == STT_GNU_IFUNC;
+}
+
+// The base section that holds a link-time address (allocated sections; code
+// first), for symbols and functions that come from elsewhere; 0 if none.
+std::uint16_t section_of(const std::vector<SourceSection>& sections, std::uint64_t addr) {
+    std::uint16_t found = 0;
+    for (std::size_t i = 1; i < sections.size() && i < SHN_LORESERVE; ++i) {
+        const GElf_Shdr& h = sections[i].shdr;
+        if ((h.sh_flags & SHF_ALLOC) == 0 || addr < h.sh_addr || addr >= h.sh_addr + h.sh_size)
+            continue;
+        found = static_cast<std::uint16_t>(i);
+        if ((h.sh_flags & SHF_EXECINSTR) != 0) break;
+    }
+    return found;
+}
+
+// The new symbol table as it is gathered: the program's own entries, then
+// what LLDB would otherwise not see. ELF wants the locals first (sh_info =
+// first global), so they are kept apart until encoded.
+class SymbolCollector {
+  public:
+    SymbolCollector(const Source& src, DebugFileReport& report) : src_(src), report_(report) {}
+
+    void add_own(std::vector<SymbolEntry> entries) {
+        for (auto& e : entries) {
+            if (is_function(e) && e.shndx != SHN_UNDEF) function_starts_.insert(e.value);
+            present_.emplace(e.name, e.value);
+            (GELF_ST_BIND(e.info) == STB_LOCAL ? locals_ : globals_).push_back(std::move(e));
         }
     }
-    DebugFileReport report;
-    // The base section that holds a link-time address (allocated sections;
-    // code first), for symbols and functions that come from elsewhere.
-    auto section_of = [&](std::uint64_t addr) -> std::uint16_t {
-        std::uint16_t found = 0;
-        for (std::size_t i = 1; i < sections.size() && i < SHN_LORESERVE; ++i) {
-            const GElf_Shdr& h = sections[i].shdr;
-            if ((h.sh_flags & SHF_ALLOC) == 0 || addr < h.sh_addr || addr >= h.sh_addr + h.sh_size)
-                continue;
-            found = static_cast<std::uint16_t>(i);
-            if ((h.sh_flags & SHF_EXECINSTR) != 0) break;
-        }
-        return found;
-    };
-    auto merge = [&](std::vector<SymbolEntry> entries, bool remap, bool dynamic) {
+
+    // Defined symbols not yet present; `remap` moves their section indices to
+    // the base's sections by address (they come from another file).
+    void merge(std::vector<SymbolEntry> entries, bool remap, bool dynamic) {
         for (auto& e : entries) {
-            if (e.shndx == SHN_UNDEF || e.name.empty() || present.count({e.name, e.value}) != 0)
+            if (e.shndx == SHN_UNDEF || e.name.empty() || present_.count({e.name, e.value}) != 0)
                 continue;
             const unsigned type = GELF_ST_TYPE(e.info);
             if (type == STT_SECTION || type == STT_FILE) continue;
             if (remap && e.shndx < SHN_LORESERVE) {
-                e.shndx = section_of(e.value);
+                e.shndx = section_of(src_.sections, e.value);
                 if (e.shndx == 0) continue;
             }
-            if (is_function(e)) function_starts.insert(e.value);
-            present.emplace(e.name, e.value);
-            if (dynamic) ++report.copied_dynamic;
-            (GELF_ST_BIND(e.info) == STB_LOCAL ? locals : globals).push_back(std::move(e));
-        }
-    };
-    if (dynsym)
-        merge(read_symbols(src, elf_getscn(src, *dynsym), sections[*dynsym].shdr), false, true);
-    for (const ElfFile* other : contents.symbol_sources) {
-        ::Elf* oe = other != nullptr ? other->libelf_handle() : nullptr;
-        if (oe == nullptr || oe == src) continue;
-        for (Elf_Scn* scn = elf_nextscn(oe, nullptr); scn != nullptr; scn = elf_nextscn(oe, scn)) {
-            GElf_Shdr h;
-            if (gelf_getshdr(scn, &h) == nullptr ||
-                (h.sh_type != SHT_SYMTAB && h.sh_type != SHT_DYNSYM))
-                continue;
-            merge(read_symbols(oe, scn, h), true, h.sh_type == SHT_DYNSYM);
+            if (is_function(e)) function_starts_.insert(e.value);
+            present_.emplace(e.name, e.value);
+            if (dynamic) ++report_.copied_dynamic;
+            (GELF_ST_BIND(e.info) == STB_LOCAL ? locals_ : globals_).push_back(std::move(e));
         }
     }
-    for (const Symbol& f : contents.functions) {
-        if (function_starts.count(f.value) != 0) continue;
-        // The section that holds the function, so that the symbol is a code
-        // symbol rather than an absolute one.
-        const std::uint16_t shndx = section_of(f.value);
-        if (shndx == 0) continue;
-        SymbolEntry e;
-        e.name = f.name;
-        e.info = static_cast<unsigned char>(GELF_ST_INFO(STB_LOCAL, STT_FUNC));
-        e.shndx = shndx;
-        e.value = f.value;
-        e.size = f.size;
-        function_starts.insert(f.value);
-        locals.push_back(std::move(e));
-        ++report.added_functions;
+
+    void merge_sources(const std::vector<const ElfFile*>& sources) {
+        for (const ElfFile* other : sources) {
+            ::Elf* oe = other != nullptr ? other->libelf_handle() : nullptr;
+            if (oe == nullptr || oe == src_.elf) continue;
+            for (Elf_Scn* scn = elf_nextscn(oe, nullptr); scn != nullptr;
+                 scn = elf_nextscn(oe, scn)) {
+                GElf_Shdr h;
+                if (gelf_getshdr(scn, &h) == nullptr ||
+                    (h.sh_type != SHT_SYMTAB && h.sh_type != SHT_DYNSYM))
+                    continue;
+                merge(read_symbols(oe, scn, h), true, h.sh_type == SHT_DYNSYM);
+            }
+        }
     }
-    std::vector<SymbolEntry> all(1); // the null entry
-    const std::size_t first_global = 1 + locals.size();
-    all.insert(all.end(), std::make_move_iterator(locals.begin()),
-               std::make_move_iterator(locals.end()));
-    all.insert(all.end(), std::make_move_iterator(globals.begin()),
-               std::make_move_iterator(globals.end()));
+
+    void add_functions(const std::vector<Symbol>& functions) {
+        for (const Symbol& f : functions) {
+            if (function_starts_.count(f.value) != 0) continue;
+            // The section that holds the function, so that the symbol is a
+            // code symbol rather than an absolute one.
+            const std::uint16_t shndx = section_of(src_.sections, f.value);
+            if (shndx == 0) continue;
+            SymbolEntry e;
+            e.name = f.name;
+            e.info = static_cast<unsigned char>(GELF_ST_INFO(STB_LOCAL, STT_FUNC));
+            e.shndx = shndx;
+            e.value = f.value;
+            e.size = f.size;
+            function_starts_.insert(f.value);
+            locals_.push_back(std::move(e));
+            ++report_.added_functions;
+        }
+    }
+
+    // The null entry, the locals, then the globals; returns the index of the
+    // first global.
+    std::size_t take_all(std::vector<SymbolEntry>& all) {
+        all.assign(1, SymbolEntry{});
+        const std::size_t first_global = 1 + locals_.size();
+        all.insert(all.end(), std::make_move_iterator(locals_.begin()),
+                   std::make_move_iterator(locals_.end()));
+        all.insert(all.end(), std::make_move_iterator(globals_.begin()),
+                   std::make_move_iterator(globals_.end()));
+        return first_global;
+    }
+
+  private:
+    const Source& src_;
+    DebugFileReport& report_;
+    std::vector<SymbolEntry> locals_, globals_;
+    std::set<std::uint64_t> function_starts_;
+    std::set<std::pair<std::string, std::uint64_t>> present_;
+};
+
+// The encoded .symtab and its .strtab.
+struct NewSymbols {
     StringTable strtab;
-    const std::vector<std::uint8_t> symtab_bytes = encode_symbols(all, strtab, little);
+    std::vector<std::uint8_t> bytes;
+    std::size_t first_global = 1;
+};
+
+NewSymbols build_symbols(const Source& src, const DebugFileContents& contents,
+                         DebugFileReport& report) {
+    SymbolCollector collector(src, report);
+    if (src.symtab)
+        collector.add_own(read_symbols(src.elf, elf_getscn(src.elf, *src.symtab),
+                                       src.sections[*src.symtab].shdr));
+    if (src.dynsym)
+        collector.merge(
+            read_symbols(src.elf, elf_getscn(src.elf, *src.dynsym), src.sections[*src.dynsym].shdr),
+            false, true);
+    collector.merge_sources(contents.symbol_sources);
+    collector.add_functions(contents.functions);
+    std::vector<SymbolEntry> all;
+    NewSymbols out;
+    out.first_global = collector.take_all(all);
+    out.bytes = encode_symbols(all, out.strtab, src.little);
     report.symbols = all.size();
+    return out;
+}
 
-    // Section indices of the new contents: the program's own, replaced in
-    // place (sh_link references stay valid), or appended.
-    std::size_t next_index = sections.size();
-    const std::size_t symtab_index = symtab ? *symtab : next_index++;
-    const std::size_t strtab_index =
-        symtab && sections[*symtab].shdr.sh_link != 0 && sections[*symtab].shdr.sh_link != shstrndx
-            ? sections[*symtab].shdr.sh_link
-            : next_index++;
-    const std::size_t frame_index = debug_frame ? *debug_frame : next_index++;
-    const std::size_t total = next_index;
+// Where the new contents go: their section indices (the program's own,
+// replaced in place so that sh_link references stay valid, or appended),
+// their names in .shstrtab and their file offsets.
+struct Layout {
+    std::size_t symtab_index = 0, strtab_index = 0, frame_index = 0, total = 0;
+    std::uint32_t symtab_name = 0, strtab_name = 0, frame_name = 0;
+    StringTable shstrtab;
+    std::uint64_t frame_off = 0, symtab_off = 0, strtab_off = 0, shstrtab_off = 0, shoff = 0;
+};
 
-    std::vector<std::uint8_t> shstr_initial(sections[shstrndx].raw.begin(),
-                                            sections[shstrndx].raw.end());
-    StringTable shstrtab(std::move(shstr_initial));
+void assign_indices(const Source& src, Layout& l) {
+    std::size_t next_index = src.sections.size();
+    l.symtab_index = src.symtab ? *src.symtab : next_index++;
+    const GElf_Shdr* own = src.symtab ? &src.sections[*src.symtab].shdr : nullptr;
+    l.strtab_index = own != nullptr && own->sh_link != 0 && own->sh_link != src.shstrndx
+                         ? own->sh_link
+                         : next_index++;
+    l.frame_index = src.debug_frame ? *src.debug_frame : next_index++;
+    l.total = next_index;
+}
+
+Layout plan_layout(const Source& src, const DebugFileContents& contents,
+                   const NewSymbols& symbols) {
+    Layout l;
+    assign_indices(src, l);
+    const auto& shstr = src.sections[src.shstrndx].raw;
+    l.shstrtab = StringTable(std::vector<std::uint8_t>(shstr.begin(), shstr.end()));
     auto name_offset = [&](std::size_t index, const char* name) -> std::uint32_t {
-        return index < sections.size() ? static_cast<std::uint32_t>(sections[index].shdr.sh_name)
-                                       : shstrtab.add(name);
+        return index < src.sections.size()
+                   ? static_cast<std::uint32_t>(src.sections[index].shdr.sh_name)
+                   : l.shstrtab.add(name);
     };
-    const std::uint32_t symtab_name = name_offset(symtab_index, ".symtab");
-    const std::uint32_t strtab_name = name_offset(strtab_index, ".strtab");
-    const std::uint32_t frame_name = name_offset(frame_index, ".debug_frame");
+    l.symtab_name = name_offset(l.symtab_index, ".symtab");
+    l.strtab_name = name_offset(l.strtab_index, ".strtab");
+    l.frame_name = name_offset(l.frame_index, ".debug_frame");
 
-    // Where the new contents go.
-    std::uint64_t tail = align_up(end_of_used, 8);
-    const std::uint64_t frame_off = tail;
+    std::uint64_t tail = align_up(src.end_of_used, 8);
+    l.frame_off = tail;
     tail = align_up(tail + contents.debug_frame.size(), 8);
-    const std::uint64_t symtab_off = tail;
-    tail += symtab_bytes.size();
-    const std::uint64_t strtab_off = tail;
-    tail += strtab.bytes().size();
-    const std::uint64_t shstrtab_off = tail;
-    tail = align_up(tail + shstrtab.bytes().size(), 8);
-    const std::uint64_t shoff = tail;
+    l.symtab_off = tail;
+    tail += symbols.bytes.size();
+    l.strtab_off = tail;
+    tail += symbols.strtab.bytes().size();
+    l.shstrtab_off = tail;
+    tail = align_up(tail + l.shstrtab.bytes().size(), 8);
+    l.shoff = tail;
+    return l;
+}
 
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return fail(Errc::Io, std::string("cannot create the file: ") + std::strerror(errno));
-    FileCloser closer(fd);
+// A header for one of the new sections, not loaded (no flags, no address).
+GElf_Shdr new_section_header(std::uint32_t name, std::uint32_t type, std::uint64_t offset,
+                             std::uint64_t size, std::uint64_t align) {
+    GElf_Shdr h{};
+    h.sh_name = name;
+    h.sh_type = type;
+    h.sh_offset = offset;
+    h.sh_size = size;
+    h.sh_addralign = align;
+    return h;
+}
+
+// The header and contents of section `i` of the new file.
+std::pair<GElf_Shdr, std::span<const std::uint8_t>>
+output_section(std::size_t i, const Source& src, const DebugFileContents& contents,
+               const NewSymbols& symbols, const Layout& l) {
+    GElf_Shdr h{};
+    std::span<const std::uint8_t> bytes;
+    if (i < src.sections.size()) {
+        h = src.sections[i].shdr;
+        bytes = src.sections[i].raw;
+    }
+    if (i == l.symtab_index) {
+        h = new_section_header(l.symtab_name, SHT_SYMTAB, l.symtab_off, symbols.bytes.size(), 8);
+        h.sh_link = static_cast<std::uint32_t>(l.strtab_index);
+        h.sh_info = static_cast<std::uint32_t>(symbols.first_global);
+        h.sh_entsize = sym_size;
+        bytes = symbols.bytes;
+    } else if (i == l.strtab_index) {
+        h = new_section_header(l.strtab_name, SHT_STRTAB, l.strtab_off,
+                               symbols.strtab.bytes().size(), 1);
+        bytes = symbols.strtab.bytes();
+    } else if (i == l.frame_index) {
+        h = new_section_header(l.frame_name, SHT_PROGBITS, l.frame_off, contents.debug_frame.size(),
+                               8);
+        bytes = contents.debug_frame;
+    } else if (i == src.shstrndx) {
+        h.sh_offset = l.shstrtab_off;
+        h.sh_size = l.shstrtab.bytes().size();
+        bytes = l.shstrtab.bytes();
+    }
+    return {h, bytes};
+}
+
+Status add_section(::Elf* dst, const GElf_Shdr& shdr, std::span<const std::uint8_t> bytes,
+                   const Failure& fail) {
+    Elf_Scn* scn = elf_newscn(dst);
+    if (scn == nullptr) return fail.libelf("elf_newscn");
+    Elf_Data* data = elf_newdata(scn);
+    if (data == nullptr) return fail.libelf("elf_newdata");
+    // Raw bytes, already in the file's byte order: no translation.
+    data->d_type = ELF_T_BYTE;
+    data->d_buf = shdr.sh_type == SHT_NOBITS ? nullptr : const_cast<std::uint8_t*>(bytes.data());
+    data->d_size = shdr.sh_type == SHT_NOBITS ? shdr.sh_size : bytes.size();
+    data->d_off = 0;
+    data->d_align = 1;
+    data->d_version = EV_CURRENT;
+    GElf_Shdr copy = shdr;
+    if (gelf_update_shdr(scn, &copy) == 0) return fail.libelf("gelf_update_shdr");
+    return ok();
+}
+
+Status copy_program_headers(const Source& src, ::Elf* dst, const Failure& fail) {
+    if (src.phnum == 0) return ok();
+    if (gelf_newphdr(dst, src.phnum) == nullptr) return fail.libelf("gelf_newphdr");
+    for (std::size_t i = 0; i < src.phnum; ++i) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(src.elf, static_cast<int>(i), &ph) == nullptr ||
+            gelf_update_phdr(dst, static_cast<int>(i), &ph) == 0)
+            return fail.libelf("copying a program header");
+    }
+    return ok();
+}
+
+// Writes the image to `fd` with libelf, laid out by hand (ELF_F_LAYOUT).
+Status write_image(int fd, const Source& src, const DebugFileContents& contents,
+                   const NewSymbols& symbols, const Layout& l, const Failure& fail) {
     ::Elf* dst = elf_begin(fd, ELF_C_WRITE, nullptr);
-    if (dst == nullptr) return libelf_fail("elf_begin");
+    if (dst == nullptr) return fail.libelf("elf_begin");
     struct ElfEnd {
         ::Elf* e;
         ~ElfEnd() {
@@ -314,94 +468,43 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
         }
     } end_dst{dst};
 
-    if (gelf_newehdr(dst, ELFCLASS64) == nullptr) return libelf_fail("gelf_newehdr");
+    if (gelf_newehdr(dst, ELFCLASS64) == nullptr) return fail.libelf("gelf_newehdr");
     elf_flagelf(dst, ELF_C_SET, ELF_F_LAYOUT);
-    if (phnum > 0) {
-        if (gelf_newphdr(dst, phnum) == nullptr) return libelf_fail("gelf_newphdr");
-        for (std::size_t i = 0; i < phnum; ++i) {
-            GElf_Phdr ph;
-            if (gelf_getphdr(src, static_cast<int>(i), &ph) == nullptr ||
-                gelf_update_phdr(dst, static_cast<int>(i), &ph) == 0)
-                return libelf_fail("copying a program header");
-        }
+    if (auto st = copy_program_headers(src, dst, fail); !st) return st;
+    for (std::size_t i = 1; i < l.total; ++i) {
+        const auto [h, bytes] = output_section(i, src, contents, symbols, l);
+        if (auto st = add_section(dst, h, bytes, fail); !st) return st;
     }
 
-    auto add_section = [&](const GElf_Shdr& shdr, std::span<const std::uint8_t> bytes) -> Status {
-        Elf_Scn* scn = elf_newscn(dst);
-        if (scn == nullptr) return libelf_fail("elf_newscn");
-        Elf_Data* data = elf_newdata(scn);
-        if (data == nullptr) return libelf_fail("elf_newdata");
-        // Raw bytes, already in the file's byte order: no translation.
-        data->d_type = ELF_T_BYTE;
-        data->d_buf =
-            shdr.sh_type == SHT_NOBITS ? nullptr : const_cast<std::uint8_t*>(bytes.data());
-        data->d_size = shdr.sh_type == SHT_NOBITS ? shdr.sh_size : bytes.size();
-        data->d_off = 0;
-        data->d_align = 1;
-        data->d_version = EV_CURRENT;
-        GElf_Shdr copy = shdr;
-        if (gelf_update_shdr(scn, &copy) == 0) return libelf_fail("gelf_update_shdr");
-        return ok();
-    };
-
-    for (std::size_t i = 1; i < total; ++i) {
-        GElf_Shdr h{};
-        std::span<const std::uint8_t> bytes;
-        if (i < sections.size()) {
-            h = sections[i].shdr;
-            bytes = sections[i].raw;
-        }
-        if (i == symtab_index) {
-            h.sh_name = symtab_name;
-            h.sh_type = SHT_SYMTAB;
-            h.sh_flags = 0;
-            h.sh_addr = 0;
-            h.sh_offset = symtab_off;
-            h.sh_size = symtab_bytes.size();
-            h.sh_link = static_cast<std::uint32_t>(strtab_index);
-            h.sh_info = static_cast<std::uint32_t>(first_global);
-            h.sh_addralign = 8;
-            h.sh_entsize = sym_size;
-            bytes = symtab_bytes;
-        } else if (i == strtab_index) {
-            h.sh_name = strtab_name;
-            h.sh_type = SHT_STRTAB;
-            h.sh_flags = 0;
-            h.sh_addr = 0;
-            h.sh_offset = strtab_off;
-            h.sh_size = strtab.bytes().size();
-            h.sh_link = 0;
-            h.sh_info = 0;
-            h.sh_addralign = 1;
-            h.sh_entsize = 0;
-            bytes = strtab.bytes();
-        } else if (i == frame_index) {
-            h.sh_name = frame_name;
-            h.sh_type = SHT_PROGBITS;
-            h.sh_flags = 0;
-            h.sh_addr = 0;
-            h.sh_offset = frame_off;
-            h.sh_size = contents.debug_frame.size();
-            h.sh_link = 0;
-            h.sh_info = 0;
-            h.sh_addralign = 8;
-            h.sh_entsize = 0;
-            bytes = contents.debug_frame;
-        } else if (i == shstrndx) {
-            h.sh_offset = shstrtab_off;
-            h.sh_size = shstrtab.bytes().size();
-            bytes = shstrtab.bytes();
-        }
-        if (auto st = add_section(h, bytes); !st) return std::move(st).error();
-    }
-
-    GElf_Ehdr out = ehdr;
-    out.e_shoff = shoff;
+    GElf_Ehdr out = src.ehdr;
+    out.e_shoff = l.shoff;
     out.e_shnum = 0; // libelf counts the sections
-    if (gelf_update_ehdr(dst, &out) == 0) return libelf_fail("gelf_update_ehdr");
-    if (elf_update(dst, ELF_C_WRITE) < 0) return libelf_fail("elf_update");
+    if (gelf_update_ehdr(dst, &out) == 0) return fail.libelf("gelf_update_ehdr");
+    if (elf_update(dst, ELF_C_WRITE) < 0) return fail.libelf("elf_update");
     elf_end(std::exchange(end_dst.e, nullptr));
-    report.file_size = shoff + total * sizeof(Elf64_Shdr);
+    return ok();
+}
+
+} // namespace
+
+Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileContents& contents,
+                                           const std::string& path) {
+    const Failure fail{base.name() + " -> " + path};
+    Source src;
+    if (auto st = read_headers(base, src, fail); !st) return std::move(st).error();
+    if (auto st = read_sections(src, fail); !st) return std::move(st).error();
+
+    DebugFileReport report;
+    const NewSymbols symbols = build_symbols(src, contents, report);
+    const Layout layout = plan_layout(src, contents, symbols);
+
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return fail(Errc::Io, std::string("cannot create the file: ") + std::strerror(errno));
+    FileCloser closer(fd);
+    if (auto st = write_image(fd, src, contents, symbols, layout, fail); !st)
+        return std::move(st).error();
+    report.file_size = layout.shoff + layout.total * sizeof(Elf64_Shdr);
     if (::close(closer.release()) != 0)
         return fail(Errc::Io, std::string("close: ") + std::strerror(errno));
     return report;
