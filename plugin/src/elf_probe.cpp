@@ -2,7 +2,6 @@
 #include "elf_probe.hpp"
 
 #include "debug_file_cache.hpp"
-
 #include "sfunwind/elf/elf_file.hpp"
 
 #include <cstdio>

@@ -18,14 +18,14 @@ __asm__(".text\n"
         "ret\n.cfi_endproc\n.size at_entry,.-at_entry\n");
 void before(long pid, long tid, long sig);
 
-volatile int *volatile null_ptr;
+volatile int* volatile null_ptr;
 
 __attribute__((noinline)) static void on_usr1(int sig) {
-  *null_ptr = sig;
+    *null_ptr = sig;
 }
 
 int main(void) {
-  signal(SIGUSR1, on_usr1);
-  before(getpid(), syscall(SYS_gettid), SIGUSR1);
-  return 0;
+    signal(SIGUSR1, on_usr1);
+    before(getpid(), syscall(SYS_gettid), SIGUSR1);
+    return 0;
 }

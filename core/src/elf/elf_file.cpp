@@ -406,8 +406,8 @@ Expected<std::vector<std::uint8_t>> read_build_id(const std::string& path) {
                 if (gelf_getphdr(e, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_NOTE)
                     continue;
                 const Elf_Type t = ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
-                id = build_id_note(
-                    elf_getdata_rawchunk(e, static_cast<std::int64_t>(ph.p_offset), ph.p_filesz, t));
+                id = build_id_note(elf_getdata_rawchunk(e, static_cast<std::int64_t>(ph.p_offset),
+                                                        ph.p_filesz, t));
             }
     }
     if (e != nullptr) elf_end(e);
