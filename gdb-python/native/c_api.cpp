@@ -6,6 +6,7 @@
 #include "frame_unwind.hpp"
 #include "module_table.hpp"
 #include "sfunwind/abi.hpp"
+#include "sfunwind/unwind/backtrace_comparison.hpp"
 #include "sfunwind/unwind/step.hpp"
 #include "sfunwind_gdb.h"
 
@@ -15,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
@@ -285,6 +287,46 @@ int sfunwind_gdb_lookup_frame(uint64_t pc, uint64_t sp, int32_t level, struct sf
         if (!found) return fail(found.error());
         g::to_c(found->found, *out);
         *topmost = found->topmost ? 1 : 0;
+        return SFUNWIND_GDB_OK;
+    } catch (...) {
+        return fail_exception();
+    }
+}
+
+int sfunwind_gdb_compare(const struct sfunwind_gdb_frame_view* sframe, size_t sframe_count,
+                         const struct sfunwind_gdb_frame_view* reference, size_t reference_count,
+                         struct sfunwind_gdb_comparison* out, char* summary, size_t summary_size) {
+    try {
+        if (out == nullptr || (sframe == nullptr && sframe_count != 0) ||
+            (reference == nullptr && reference_count != 0))
+            return fail_argument("null argument");
+        const auto views = [](const sfunwind_gdb_frame_view* frames, std::size_t n) {
+            std::vector<sfunwind::FrameView> v(n);
+            for (std::size_t i = 0; i < n; ++i) {
+                v[i].pc = frames[i].pc;
+                if (frames[i].has_cfa != 0) v[i].cfa = frames[i].cfa;
+                if (frames[i].has_sp != 0) v[i].sp = frames[i].sp;
+                if (frames[i].has_fp != 0) v[i].fp = frames[i].fp;
+            }
+            return v;
+        };
+        // Where GDB's walk with sfunwind ended does not change which frame
+        // differs first; the stop only words the explanation, which GDB's
+        // side writes itself.
+        const sfunwind::BacktraceComparison c = sfunwind::compare_backtraces(
+            views(sframe, sframe_count), sfunwind::BacktraceStop{},
+            views(reference, reference_count), "GDB", /*one_sided_differs=*/true);
+        *out = {};
+        out->compared = static_cast<std::uint32_t>(c.frames.size());
+        out->equal = static_cast<std::uint32_t>(c.equal);
+        out->first = c.first ? static_cast<std::int32_t>(c.first->frame) : -1;
+        out->kind = c.first ? static_cast<std::uint32_t>(c.first->kind) : 0;
+        if (summary != nullptr && summary_size > 0) {
+            const std::string text = c.first ? c.first->summary : std::string();
+            const std::size_t n = std::min(summary_size - 1, text.size());
+            std::memcpy(summary, text.data(), n);
+            summary[n] = '\0';
+        }
         return SFUNWIND_GDB_OK;
     } catch (...) {
         return fail_exception();

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 7 };
+enum { SFUNWIND_GDB_API_VERSION = 8 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -188,6 +188,34 @@ int sfunwind_gdb_lookup_frame(uint64_t pc, uint64_t sp, int32_t level, struct sf
                               int* topmost);
 /* "CFA=rsp+16 RA=[CFA-8] FP=u" for a row. Returns the length written. */
 size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size_t size);
+
+/* One frame of a walk for sfunwind_gdb_compare(): a value the walk does not
+ * know has its has_ field 0. */
+struct sfunwind_gdb_frame_view {
+    uint64_t pc;
+    uint64_t cfa;
+    uint64_t sp;
+    uint64_t fp;
+    uint8_t has_cfa;
+    uint8_t has_sp;
+    uint8_t has_fp;
+    uint8_t reserved[5];
+};
+struct sfunwind_gdb_comparison {
+    uint32_t compared; /* frames both walks have */
+    uint32_t equal;    /* leading frames that agree */
+    int32_t first;     /* the first frame that differs or is missing on one side; -1: none */
+    uint32_t kind;     /* sfunwind::Divergence::Kind: 0 pc, 1 cfa, 2 sp, 3 fp, 4 SFrame
+                          walk shorter, 5 reference walk shorter */
+};
+/* Two walks of one stop (GDB with sfunwind, and GDB's own unwinders)
+ * compared by the core's engine (sfunwind::compare_backtraces). Both come
+ * from GDB, which knows the same values of a frame either way: a value one
+ * walk knows and the other does not is a difference. `summary` receives the
+ * first difference in one line ("CFA 0x... (SFrame) vs 0x... (GDB)"). */
+int sfunwind_gdb_compare(const struct sfunwind_gdb_frame_view* sframe, size_t sframe_count,
+                         const struct sfunwind_gdb_frame_view* reference, size_t reference_count,
+                         struct sfunwind_gdb_comparison* out, char* summary, size_t summary_size);
 /* A frame as GDB's Python unwinder sees it. */
 struct sfunwind_gdb_frame {
     uint64_t pc;

@@ -143,15 +143,13 @@ def walk_both(session, limit=256, exact_cfa_frames=1024):
     return sframe, cfi
 
 
-def first_divergence(sframe, cfi):
+def first_divergence(lib, sframe, cfi):
     """Index of the first frame whose (pc, CFA, sp, fp) differ, or whose
-    counterpart is missing; None when the walks are equal."""
-    for i in range(max(len(sframe), len(cfi))):
-        if i >= len(sframe) or i >= len(cfi):
-            return i
-        if sframe[i].values() != cfi[i].values():
-            return i
-    return None
+    counterpart is missing; None when the walks are equal. The core's
+    comparison engine decides (through the C API): both walks are GDB's, so
+    a value one knows and the other does not is a difference."""
+    index, _ = lib.compare([r.values() for r in sframe], [r.values() for r in cfi])
+    return index
 
 
 def _row_line(session, frame, what):
@@ -215,7 +213,7 @@ def report(session, limit=256):
                 out.append("%-4d %-24s %-18s %-18s %-18s %-18s [%s]" % (
                     i, (r.function or "??")[:24], *(_fmt(v) for v in r.values()), tag))
     out.append("SFrame walk: %d frames (%s); CFI walk: %d frames (%s)" % (len(sframe), sstop, len(cfi), cstop))
-    index = first_divergence(sframe, cfi)
+    index = first_divergence(session.lib, sframe, cfi)
     if index is None:
         out.append("the walks are equal")
     else:

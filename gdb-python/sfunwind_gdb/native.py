@@ -7,7 +7,7 @@ every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
 import ctypes
 import os
 
-API_VERSION = 7
+API_VERSION = 8
 
 # enum sfunwind_gdb_status
 OK = 0
@@ -182,6 +182,29 @@ def library_path():
     return os.path.join(here, "libsfunwind_gdb.so")
 
 
+class FrameView(ctypes.Structure):
+    """sfunwind_gdb_frame_view: one frame of a walk; has_* 0 for an unknown value."""
+    _fields_ = [
+        ("pc", ctypes.c_uint64),
+        ("cfa", ctypes.c_uint64),
+        ("sp", ctypes.c_uint64),
+        ("fp", ctypes.c_uint64),
+        ("has_cfa", ctypes.c_uint8),
+        ("has_sp", ctypes.c_uint8),
+        ("has_fp", ctypes.c_uint8),
+        ("reserved", ctypes.c_uint8 * 5),
+    ]
+
+
+class Comparison(ctypes.Structure):
+    _fields_ = [
+        ("compared", ctypes.c_uint32),
+        ("equal", ctypes.c_uint32),
+        ("first", ctypes.c_int32),
+        ("kind", ctypes.c_uint32),
+    ]
+
+
 class Library:
     """The loaded library, with argument types declared once."""
 
@@ -220,6 +243,9 @@ class Library:
                                    ctypes.POINTER(Row), ctypes.POINTER(ctypes.c_int))
         self._describe = fn("sfunwind_gdb_describe", ctypes.c_size_t, ctypes.POINTER(Row), ctypes.c_char_p,
                             ctypes.c_size_t)
+        self._compare = fn("sfunwind_gdb_compare", ctypes.c_int, ctypes.POINTER(FrameView), ctypes.c_size_t,
+                           ctypes.POINTER(FrameView), ctypes.c_size_t, ctypes.POINTER(Comparison),
+                           ctypes.c_char_p, ctypes.c_size_t)
         self.set_callbacks = fn("sfunwind_gdb_set_callbacks", None, READ_FN, REG_FN)
         # Addresses (ctypes.addressof) rather than POINTER types: converting
         # an int argument is the cheapest ctypes does, and this runs per frame.
@@ -293,6 +319,27 @@ class Library:
         buf = ctypes.create_string_buffer(256)
         self._describe(ctypes.byref(row), buf, len(buf))
         return buf.value.decode("utf-8", "replace")
+
+    def compare(self, sframe, reference):
+        """The core's comparison of two walks, each a list of (pc, cfa, sp,
+        fp) with None for an unknown value: (index of the first frame that
+        differs or is missing on one side, or None; that difference in one
+        line)."""
+        def views(walk):
+            arr = (FrameView * max(1, len(walk)))()
+            for i, (pc, cfa, sp, fp) in enumerate(walk):
+                v = arr[i]
+                v.pc = pc & 0xFFFFFFFFFFFFFFFF
+                for name, value in (("cfa", cfa), ("sp", sp), ("fp", fp)):
+                    if value is not None:
+                        setattr(v, name, value & 0xFFFFFFFFFFFFFFFF)
+                        setattr(v, "has_" + name, 1)
+            return arr
+        out = Comparison()
+        summary = ctypes.create_string_buffer(256)
+        self._check(self._compare(views(sframe), len(sframe), views(reference), len(reference),
+                                  ctypes.byref(out), summary, len(summary)))
+        return (None if out.first < 0 else out.first), summary.value.decode("utf-8", "replace")
 
     def native_stats(self):
         stats = NativeStats()

@@ -43,7 +43,7 @@ def _entry(s, label, sf, cfi):
     """A stop's record: both walks, their first difference, its explanation
     and the SFrame rows behind it: frame d's own (its CFA) and its
     callee's (its pc, sp and fp)."""
-    index = compare.first_divergence(sf, cfi)
+    index = compare.first_divergence(s.lib, sf, cfi)
     rows = []
     if index is not None:
         for i in (index - 1, index):

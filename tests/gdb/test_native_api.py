@@ -144,6 +144,22 @@ def run(args, res):
     lib = native.Library(args.library)
     check("API version", lib._lib.sfunwind_gdb_api_version() == native.API_VERSION)
 
+    # The core's comparison engine, as `sframe compare` and the GDB suites use
+    # it: both walks are GDB's, so a value known on one side only differs.
+    walk = [(0x401000, 0x7ff010, 0x7ff000, 0x5), (0x401100, 0x7ff030, 0x7ff010, None)]
+    check("compare: equal walks", lib.compare(walk, list(walk)) == (None, ""), lib.compare(walk, list(walk)))
+    other = [walk[0], (0x401100, 0x7ff038, 0x7ff010, None)]
+    index, summary = lib.compare(walk, other)
+    check("compare: a CFA differs at frame 1", index == 1 and summary == "CFA 0x7ff030 (SFrame) vs 0x7ff038 (GDB)",
+          (index, summary))
+    one_sided = [walk[0], (0x401100, 0x7ff030, 0x7ff010, 0x9)]
+    index, summary = lib.compare(walk, one_sided)
+    check("compare: an FP known on one side only differs", index == 1 and summary.startswith("fp unknown"),
+          (index, summary))
+    index, summary = lib.compare(walk[:1], walk)
+    check("compare: a shorter SFrame walk differs where it ends", index == 1 and "GDB has 2" in summary,
+          (index, summary))
+
     # Not an SFrame file: a clean NOT_FOUND with the file named.
     try:
         lib.open_file(os.path.join(FIXTURES, "..", "manifest.tsv"))

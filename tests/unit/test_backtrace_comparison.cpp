@@ -146,6 +146,13 @@ TEST_CASE("compare_backtraces: the first differing value is explained") {
         const auto cmp = compare_backtraces(sf, outermost(), ref);
         CHECK(cmp.agree());
         CHECK_FALSE(cmp.frames[4].fp_compared);
+        // ...unless a value known on one side only is asked to differ.
+        const auto strict = compare_backtraces(sf, outermost(), ref, "GDB", true);
+        REQUIRE(strict.first);
+        CHECK(strict.first->kind == Divergence::Kind::Fp);
+        CHECK(strict.first->frame == 4);
+        CHECK(strict.first->summary == "fp 0x1234 (SFrame) vs unknown (GDB)");
+        CHECK(strict.frames[4].fp_compared);
     }
     SECTION("an FP") {
         sf[1].fp = 0x5;

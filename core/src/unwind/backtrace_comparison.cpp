@@ -136,16 +136,24 @@ const char* to_string(Divergence::Kind kind) noexcept {
 BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
                                        const BacktraceStop& sframe_stop,
                                        const std::vector<FrameView>& reference,
-                                       const std::string& reference_name) {
+                                       const std::string& reference_name, bool one_sided_differs) {
     BacktraceComparison out;
-    const auto versus = [&reference_name](const char* field, std::uint64_t sframe_value,
-                                          std::uint64_t reference_value) {
-        return std::string(field) + " " + to_hex(sframe_value) + " (SFrame) vs " +
-               to_hex(reference_value) + " (" + reference_name + ")";
+    const auto versus = [&reference_name](const char* field,
+                                          const std::optional<std::uint64_t>& sframe_value,
+                                          const std::optional<std::uint64_t>& reference_value) {
+        return std::string(field) + " " + value_or_unknown(sframe_value) + " (SFrame) vs " +
+               value_or_unknown(reference_value) + " (" + reference_name + ")";
     };
     const std::size_t common = sframe.size() < reference.size() ? sframe.size() : reference.size();
-    const auto compare_value = [](const std::optional<std::uint64_t>& a,
-                                  const std::optional<std::uint64_t>& b, bool& compared) {
+    // A value known on one side only is a difference when the caller asks
+    // (`one_sided_differs`), else it is not compared.
+    const auto compare_value = [one_sided_differs](const std::optional<std::uint64_t>& a,
+                                                   const std::optional<std::uint64_t>& b,
+                                                   bool& compared) {
+        if (one_sided_differs && a.has_value() != b.has_value()) {
+            compared = true;
+            return false;
+        }
         compared = a.has_value() && b.has_value();
         return !compared || *a == *b;
     };
@@ -186,23 +194,24 @@ BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
             }
         } else if (!m.cfa) {
             d.kind = Divergence::Kind::Cfa;
-            d.summary = versus("CFA", *s.cfa, *r.cfa);
+            d.summary = versus("CFA", s.cfa, r.cfa);
             d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
-                            "): the CFA differs: SFrame " + to_hex(*s.cfa) + ", reference " +
-                            to_hex(*r.cfa) + "." + row_sentence(sframe, i);
+                            "): the CFA differs: SFrame " + value_or_unknown(s.cfa) +
+                            ", reference " + value_or_unknown(r.cfa) + "." +
+                            row_sentence(sframe, i);
         } else if (!m.sp) {
             d.kind = Divergence::Kind::Sp;
-            d.summary = versus("sp", *s.sp, *r.sp);
+            d.summary = versus("sp", s.sp, r.sp);
             d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
-                            "): the SP differs: SFrame " + to_hex(*s.sp) + ", reference " +
-                            to_hex(*r.sp) + ".";
+                            "): the SP differs: SFrame " + value_or_unknown(s.sp) + ", reference " +
+                            value_or_unknown(r.sp) + ".";
             if (i > 0) d.explanation += row_sentence(sframe, i - 1);
         } else {
             d.kind = Divergence::Kind::Fp;
-            d.summary = versus("fp", *s.fp, *r.fp);
+            d.summary = versus("fp", s.fp, r.fp);
             d.explanation = "frame " + std::to_string(i) + " (" + where(s) +
-                            "): the FP differs: SFrame " + to_hex(*s.fp) + ", reference " +
-                            to_hex(*r.fp) + ".";
+                            "): the FP differs: SFrame " + value_or_unknown(s.fp) + ", reference " +
+                            value_or_unknown(r.fp) + ".";
             if (i > 0) d.explanation += row_sentence(sframe, i - 1);
         }
         out.first = std::move(d);

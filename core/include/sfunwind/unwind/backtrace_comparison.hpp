@@ -95,11 +95,14 @@ struct BacktraceComparison {
 // `sframe_stop` is why the SFrame walk ended (Backtrace::stop); an Outermost
 // stop with a reference that goes on is reported as such.
 // `reference_name` names the reference in Divergence::summary ("CFI",
-// "LLDB", "GDB").
+// "LLDB", "GDB"). A value one side knows and the other does not is not
+// compared, unless `one_sided_differs` (two walks by the same debugger, which
+// knows the same values of a frame either way, must agree on which it knows).
 BacktraceComparison compare_backtraces(const std::vector<FrameView>& sframe,
                                        const BacktraceStop& sframe_stop,
                                        const std::vector<FrameView>& reference,
-                                       const std::string& reference_name = "reference");
+                                       const std::string& reference_name = "reference",
+                                       bool one_sided_differs = false);
 
 // The views of a Backtrace's frames (pc, sp, fp, CFA once stepped, the row
 // used, the module name); `function` is left for the caller to fill in.
