@@ -7,6 +7,7 @@
 #include "module_table.hpp"
 #include "sfunwind/abi.hpp"
 #include "sfunwind/unwind/backtrace_comparison.hpp"
+#include "sfunwind/unwind/frame_address.hpp"
 #include "sfunwind/unwind/step.hpp"
 #include "sfunwind_gdb.h"
 
@@ -291,6 +292,10 @@ int sfunwind_gdb_lookup_frame(uint64_t pc, uint64_t sp, int32_t level, struct sf
     } catch (...) {
         return fail_exception();
     }
+}
+
+uint64_t sfunwind_gdb_lookup_address(uint64_t pc, int is_return_address) {
+    return sfunwind::FrameAddress::of_frame(pc, is_return_address == 0).lookup_address();
 }
 
 int sfunwind_gdb_compare(const struct sfunwind_gdb_frame_view* sframe, size_t sframe_count,

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 8 };
+enum { SFUNWIND_GDB_API_VERSION = 9 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -188,6 +188,11 @@ int sfunwind_gdb_lookup_frame(uint64_t pc, uint64_t sp, int32_t level, struct sf
                               int* topmost);
 /* "CFA=rsp+16 RA=[CFA-8] FP=u" for a row. Returns the length written. */
 size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size_t size);
+
+/* Where a frame's row and symbol are looked up (sfunwind::FrameAddress): its
+ * pc, or pc - 1 when the pc is a return address (`is_return_address`
+ * non-zero: a caller frame that no signal interrupted). */
+uint64_t sfunwind_gdb_lookup_address(uint64_t pc, int is_return_address);
 
 /* One frame of a walk for sfunwind_gdb_compare(): a value the walk does not
  * know has its has_ field 0. */

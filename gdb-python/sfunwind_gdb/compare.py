@@ -16,12 +16,15 @@ class FrameRecord:
     """One frame as GDB shows it: pc, CFA (the frame id's stack address,
     `info frame`'s "frame at"), sp, fp; None for what GDB cannot tell."""
 
-    __slots__ = ("level", "function", "pc", "cfa", "sp", "fp", "sframe")
+    __slots__ = ("level", "function", "pc", "lookup", "cfa", "sp", "fp", "sframe")
 
-    def __init__(self, level, function, pc, cfa, sp, fp, sframe):
+    def __init__(self, level, function, pc, lookup, cfa, sp, fp, sframe):
         self.level = level
         self.function = function
         self.pc = pc
+        # Where the frame's row is looked up: pc, or pc - 1 for a return
+        # address (the core's FrameAddress, through the C API).
+        self.lookup = lookup
         self.cfa = cfa
         self.sp = sp
         self.fp = fp
@@ -84,7 +87,9 @@ def walk(lib, limit=256, exact_cfa_frames=1024):
     while frame is not None and len(records) < limit:
         pc = frame.pc()
         level = frame.level()
-        lookup = pc if level == 0 or frame.type() != gdb.NORMAL_FRAME else pc - 1
+        # A normal caller frame's pc is a return address; frame 0's, and a
+        # signal trampoline's (SIGTRAMP_FRAME), are not.
+        lookup = lib.lookup_address(pc, level > 0 and frame.type() == gdb.NORMAL_FRAME)
         sframe = lib.module_at(pc) >= 0 or lib.module_at(lookup) >= 0
         exact = len(records) < exact_cfa_frames
         cfa = _cfa(frame) if exact else None
@@ -92,7 +97,7 @@ def walk(lib, limit=256, exact_cfa_frames=1024):
         # unsaved register by asking the next frame, down to frame 0, so
         # each read costs time in proportion to the level.
         fp = _register(frame, regs.fp) if exact else None
-        records.append(FrameRecord(level, frame.name(), pc, cfa, _register(frame, regs.sp), fp, sframe))
+        records.append(FrameRecord(level, frame.name(), pc, lookup, cfa, _register(frame, regs.sp), fp, sframe))
         try:
             older = frame.older()
         except gdb.error as e:
@@ -153,9 +158,9 @@ def first_divergence(lib, sframe, cfi):
 
 
 def _row_line(session, frame, what):
-    """What SFrame says for `frame` (looked up at pc, or pc - 1 for a
-    return address), as one line."""
-    lookup = frame.pc if frame.level == 0 else frame.pc - 1
+    """What SFrame says for `frame` (looked up where its record says), as
+    one line."""
+    lookup = frame.lookup
     if not frame.sframe:
         return "  %s: frame #%d (%s, pc 0x%x) is in no module with SFrame: GDB's own unwinders took it in " \
                "both walks" % (what, frame.level, frame.function or "??", frame.pc)

@@ -7,7 +7,7 @@ every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
 import ctypes
 import os
 
-API_VERSION = 8
+API_VERSION = 9
 
 # enum sfunwind_gdb_status
 OK = 0
@@ -243,6 +243,7 @@ class Library:
                                    ctypes.POINTER(Row), ctypes.POINTER(ctypes.c_int))
         self._describe = fn("sfunwind_gdb_describe", ctypes.c_size_t, ctypes.POINTER(Row), ctypes.c_char_p,
                             ctypes.c_size_t)
+        self._lookup_address = fn("sfunwind_gdb_lookup_address", u64, u64, ctypes.c_int)
         self._compare = fn("sfunwind_gdb_compare", ctypes.c_int, ctypes.POINTER(FrameView), ctypes.c_size_t,
                            ctypes.POINTER(FrameView), ctypes.c_size_t, ctypes.POINTER(Comparison),
                            ctypes.c_char_p, ctypes.c_size_t)
@@ -319,6 +320,10 @@ class Library:
         buf = ctypes.create_string_buffer(256)
         self._describe(ctypes.byref(row), buf, len(buf))
         return buf.value.decode("utf-8", "replace")
+
+    def lookup_address(self, pc, is_return_address):
+        """Where a frame's row is looked up: pc, or pc - 1 for a return address."""
+        return self._lookup_address(pc & 0xFFFFFFFFFFFFFFFF, 1 if is_return_address else 0)
 
     def compare(self, sframe, reference):
         """The core's comparison of two walks, each a list of (pc, cfa, sp,

@@ -144,6 +144,12 @@ def run(args, res):
     lib = native.Library(args.library)
     check("API version", lib._lib.sfunwind_gdb_api_version() == native.API_VERSION)
 
+    # The pc-1 rule is the core's (FrameAddress): a return address is looked
+    # up one byte before it, an exact pc at itself.
+    check("lookup address of a return address", lib.lookup_address(0x401000, True) == 0x400FFF)
+    check("lookup address of an exact pc", lib.lookup_address(0x401000, False) == 0x401000)
+    check("lookup address of a zero return address", lib.lookup_address(0, True) == 0)
+
     # The core's comparison engine, as `sframe compare` and the GDB suites use
     # it: both walks are GDB's, so a value known on one side only differs.
     walk = [(0x401000, 0x7ff010, 0x7ff000, 0x5), (0x401100, 0x7ff030, 0x7ff010, None)]
