@@ -53,10 +53,13 @@ class Stepper {
                      Address{callee_.pc});
     }
 
-    // `base` (named `base_name` in the message) plus a rule's offset.
+    // `base` (the value of DWARF register `base_reg`, or of the CFA when
+    // none) plus a rule's offset. The register is named only in the error:
+    // this runs for every frame.
     Expected<std::uint64_t> add(std::uint64_t base, std::int64_t offset,
-                                const std::string& base_name, const char* what) const {
+                                std::optional<std::uint16_t> base_reg, const char* what) const {
         if (auto sum = add_offset(base, offset)) return *sum;
+        const std::string base_name = base_reg ? register_name(abi_, *base_reg) : "CFA";
         return Error(Errc::BadFrame,
                      std::string("integer overflow: the ") + what + " address " + base_name + " (" +
                          to_hex(base) + ")" + signed_text(offset) +
@@ -93,17 +96,17 @@ class Stepper {
                              Address{callee_.pc});
             return *same;
         case RegRule::Kind::AtCfa: {
-            auto slot = add(cfa, rule.offset, "CFA", what);
+            auto slot = add(cfa, rule.offset, std::nullopt, what);
             if (!slot) return slot;
             return load(*slot, what);
         }
         case RegRule::Kind::ValCfa:
-            return add(cfa, rule.offset, "CFA", what);
+            return add(cfa, rule.offset, std::nullopt, what);
         case RegRule::Kind::AtReg:
         case RegRule::Kind::ValReg: {
             auto base = reg(rule.reg, what);
             if (!base) return base;
-            auto slot = add(*base, rule.offset, register_name(abi_, rule.reg), what);
+            auto slot = add(*base, rule.offset, rule.reg, what);
             if (!slot || rule.kind == RegRule::Kind::ValReg) return slot;
             return load(*slot, what);
         }
@@ -148,7 +151,7 @@ Expected<StepResult> step(const Row& row, const Abi& abi, const FrameRegs& calle
 
     auto cfa_base = s.reg(row.cfa.reg, "CFA");
     if (!cfa_base) return std::move(cfa_base).error();
-    auto cfa = s.add(*cfa_base, row.cfa.offset, register_name(abi, row.cfa.reg), "CFA");
+    auto cfa = s.add(*cfa_base, row.cfa.offset, row.cfa.reg, "CFA");
     if (!cfa) return std::move(cfa).error();
     if (row.cfa.deref) {
         cfa = s.load(*cfa, "CFA");
@@ -159,7 +162,7 @@ Expected<StepResult> step(const Row& row, const Abi& abi, const FrameRegs& calle
                      Address{callee.pc});
     out.cfa = *cfa;
 
-    auto caller_sp = s.add(*cfa, abi.sp_from_cfa, "CFA", "caller's stack pointer");
+    auto caller_sp = s.add(*cfa, abi.sp_from_cfa, std::nullopt, "caller's stack pointer");
     if (!caller_sp) return std::move(caller_sp).error();
     if (options.check_stack_direction && !row.signal_frame && *caller_sp < callee.sp)
         return Error(Errc::BadFrame,
