@@ -224,3 +224,30 @@ TEST_CASE("fuzz regression: slots too far apart for one window plan the RA's alo
     CHECK(both.offset == std::int64_t{16} + lowest);
     CHECK(both.size == std::numeric_limits<std::uint32_t>::max());
 }
+
+// fuzz_elf, "symbol_for() finds a symbol's own start": a mutated .symtab
+// held a function symbol at 0xffffffffffffffff (size 2^64-1). Its end,
+// value + size, wrapped; the running maximum saturated at 2^64-1, and the
+// search asked for a maximum *above* the address, so the symbol was never
+// found. The search now keeps the last address covered, inclusive.
+TEST_CASE("fuzz regression: a symbol at the top of the address space is found", "[fuzz]") {
+    const auto bytes = fuzz_input("elf-symbol-at-top.bin");
+    auto f = elf::ElfFile::from_bytes(bytes, "fuzz");
+    REQUIRE(f);
+    const auto& symbols = f->function_symbols();
+    REQUIRE(!symbols.empty());
+    const auto top = std::find_if(symbols.begin(), symbols.end(), [](const elf::Symbol& s) {
+        return s.value == std::numeric_limits<std::uint64_t>::max();
+    });
+    REQUIRE(top != symbols.end());
+    const elf::Symbol* hit = f->symbol_for(top->value);
+    REQUIRE(hit != nullptr);
+    CHECK(hit->value == top->value);
+    for (const auto& s : symbols) {
+        INFO(s.name << " at " << s.value);
+        const elf::Symbol* own = f->symbol_for(s.value);
+        REQUIRE(own != nullptr);
+        // The symbol found starts at this address (several may share one).
+        CHECK(own->value == s.value);
+    }
+}

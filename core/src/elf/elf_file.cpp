@@ -34,6 +34,14 @@ bool libelf_ready() {
 
 constexpr std::uint64_t small_page = 4096;
 
+// The last address a function symbol covers: a symbol of size 0 covers its
+// own first byte (a label on code, as addr2line treats it); one whose size
+// runs past the top of the address space ends there.
+std::uint64_t last_address(const Symbol& s) {
+    const std::uint64_t extent = std::max<std::uint64_t>(s.size, 1) - 1;
+    return s.value > ~std::uint64_t{0} - extent ? ~std::uint64_t{0} : s.value + extent;
+}
+
 // The NT_GNU_BUILD_ID note (owner "GNU", type 3: gABI "Note Sections", the
 // LSB) in a block of notes, if any.
 std::optional<std::vector<std::uint8_t>> build_id_note(Elf_Data* data) {
@@ -73,7 +81,9 @@ struct ElfFile::Impl {
     // them, and .symtab can be large.
     mutable std::once_flag symbols_once;
     mutable std::vector<Symbol> symbols;
-    mutable std::vector<std::uint64_t> max_end; // max(value + size) over symbols[0..i]
+    // The highest address symbols[0..i] cover (inclusive, so that a symbol
+    // ending at the top of the address space needs no value past it).
+    mutable std::vector<std::uint64_t> max_last;
 
     Impl() = default;
     Impl(const Impl&) = delete;
@@ -251,12 +261,11 @@ void ElfFile::Impl::read_symbols() const {
     symbols.erase(std::unique(symbols.begin(), symbols.end(),
                               [&](const Symbol& a, const Symbol& b) { return key(a) == key(b); }),
                   symbols.end());
-    max_end.reserve(symbols.size());
+    max_last.reserve(symbols.size());
     std::uint64_t m = 0;
     for (const auto& s : symbols) {
-        const std::uint64_t end = s.value + std::max<std::uint64_t>(s.size, 1);
-        m = std::max(m, end < s.value ? ~std::uint64_t{0} : end);
-        max_end.push_back(m);
+        m = std::max(m, last_address(s));
+        max_last.push_back(m);
     }
 }
 
@@ -502,16 +511,15 @@ const std::vector<Symbol>& ElfFile::function_symbols() const {
 
 const Symbol* ElfFile::symbol_for(std::uint64_t addr) const {
     const auto& syms = function_symbols();
-    const auto& max_end = impl_->max_end;
+    const auto& max_last = impl_->max_last;
     auto it = std::upper_bound(syms.begin(), syms.end(), addr,
                                [](std::uint64_t a, const Symbol& s) { return a < s.value; });
     // Walk back over the symbols starting at or below addr while one of them
     // (or an earlier one) could still reach it.
-    for (auto i = static_cast<std::size_t>(it - syms.begin()); i > 0 && max_end[i - 1] > addr;
+    for (auto i = static_cast<std::size_t>(it - syms.begin()); i > 0 && max_last[i - 1] >= addr;
          --i) {
         const Symbol& s = syms[i - 1];
-        const std::uint64_t end = s.value + std::max<std::uint64_t>(s.size, 1);
-        if (addr < end || end < s.value) return &s;
+        if (addr <= last_address(s)) return &s;
     }
     return nullptr;
 }
