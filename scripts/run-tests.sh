@@ -2,7 +2,8 @@
 # run-tests.sh: set up a Debian 12 machine and run every sfunwind test.
 # This is the README's test command and what CI (.ci/run) runs.
 #
-# Stages (each one's result is printed; the last line is "N passed, M failed"):
+# Stages (each has a time limit, and its result is printed; the last line is
+# "N passed, M failed"):
 #   1. host packages (scripts/setup-host.sh)
 #   2. build (CMake preset "default") and the CTest suite: unit tests on the
 #      GNU as test vectors (tests/vectors) and the committed fixtures, CLI tests (sfunwind bt
@@ -19,44 +20,51 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 jobs=${JOBS:-$(nproc)}
 fuzz_seconds=${SFUNWIND_FUZZ_SECONDS:-30}
 passed=0
 failed=0
 failures=()
 
-stage() { # stage NAME CMD...
-  local name=$1; shift
-  local t0=$SECONDS
+# stage NAME LIMIT CMD...: LIMIT seconds at most (a few times the stage's
+# time on a 2-core machine), so that a hang fails its stage, says so, and
+# leaves time for the others instead of running into CI's own limit.
+stage() {
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS rc=0
   echo
   echo "=== $name"
-  if "$@"; then
+  timeout --kill-after=30 "$limit" "$@" || rc=$?
+  if ((rc == 0)); then
     passed=$((passed + 1))
     echo "=== $name: ok ($((SECONDS - t0)) s)"
   else
     failed=$((failed + 1))
     failures+=("$name")
-    echo "=== $name: FAILED ($((SECONDS - t0)) s)"
+    if ((rc == 124 || rc == 137)); then
+      echo "=== $name: FAILED: still running after its limit of $limit s, stopped"
+    else
+      echo "=== $name: FAILED ($((SECONDS - t0)) s)"
+    fi
   fi
 }
 
-build_preset() { # build_preset NAME
-  cmake --preset "$1" >/dev/null && cmake --build --preset "$1" -j "$jobs"
-}
+# shellcheck disable=SC2016 # $1 and $2 are the inner shell's arguments
+build_preset=(bash -c 'cmake --preset "$1" >/dev/null && cmake --build --preset "$1" -j "$2"' build_preset)
 
-stage "host packages" scripts/setup-host.sh
-stage "build (default)" build_preset default
-stage "ctest (default)" ctest --preset default -j "$jobs"
-stage "build (ASan+UBSan)" build_preset sanitize
-stage "ctest (ASan+UBSan)" ctest --preset sanitize -j "$jobs"
-stage "fuzz (${fuzz_seconds} s per target)" scripts/fuzz.sh "$fuzz_seconds"
+stage "host packages" 1800 scripts/setup-host.sh
+stage "build (default)" 1200 "${build_preset[@]}" default "$jobs"
+stage "ctest (default)" 900 ctest --preset default -j "$jobs"
+stage "build (ASan+UBSan)" 1200 "${build_preset[@]}" sanitize "$jobs"
+stage "ctest (ASan+UBSan)" 900 ctest --preset sanitize -j "$jobs"
+stage "fuzz (${fuzz_seconds} s per target)" $((900 + 6 * fuzz_seconds)) scripts/fuzz.sh "$fuzz_seconds"
 
 if [[ "${SFUNWIND_SKIP_CHROOT:-0}" != 1 ]]; then
-  stage "sid chroot" scripts/sid-chroot.sh ensure
+  stage "sid chroot" 3600 scripts/sid-chroot.sh ensure
   for suite in tests/chroot/*.sh; do
     [[ -e "$suite" ]] || continue
-    stage "chroot: $(basename "$suite" .sh)" bash "$suite"
+    stage "chroot: $(basename "$suite" .sh)" 900 bash "$suite"
   done
 fi
 

@@ -110,12 +110,14 @@ std::uint64_t file_size(const std::string& path) {
 
 constexpr const char* search_paths_setting = "target.debug-file-search-paths";
 constexpr const char* debuginfod_setting = "plugin.symbol-locator.debuginfod.server-urls";
-// LLDB 21 and later load a core's modules on a thread pool. With a
-// debuginfod server in the settings, LLDB 23.1.4 can deadlock there: two
-// pool workers block on one mutex inside a call_once while
-// SBTarget::LoadCore waits for the pool (seen in tests/lldb/test_cores.py,
-// intermittently). While the responder is in the settings, modules load one
-// at a time; the setting goes back when coverage is switched off.
+// LLDB 21 and later load a core's modules on a thread pool, and LLDB 23.1.4
+// can deadlock there: two pool workers block on mutexes inside a call_once
+// while SBTarget::LoadCore waits for the pool (llvm-project PRs 166480 and
+// 213094; seen in tests/lldb/test_cores.py, intermittently, with and without
+// a debuginfod server in the settings, first with one). The responder makes
+// LLDB download and index a debug file per module as it loads: while it is in
+// the settings, modules load one at a time; the setting goes back when
+// coverage is switched off.
 constexpr const char* parallel_load_setting = "target.parallel-module-load";
 
 // The setting's value ("true"/"false"), or "" where this LLDB has none.
@@ -236,13 +238,16 @@ void Coverage::set_debuginfod_url(lldb::SBDebugger& debugger) {
     if (others.empty()) others = env_debuginfod_urls();
     std::vector<std::string> wanted{ours};
     wanted.insert(wanted.end(), others.begin(), others.end());
-    if (urls == wanted) return;
-    std::string value;
-    for (const auto& u : wanted)
-        value += lldb_quoted(u) + " ";
-    lldb::SBDebugger::SetInternalVariable(debuginfod_setting, value.c_str(),
-                                          debugger.GetInstanceName());
+    if (urls != wanted) {
+        std::string value;
+        for (const auto& u : wanted)
+            value += lldb_quoted(u) + " ";
+        lldb::SBDebugger::SetInternalVariable(debuginfod_setting, value.c_str(),
+                                              debugger.GetInstanceName());
+    }
     url_in_settings_ = ours;
+    // Also when the servers were already right (another debugger of this
+    // process set them): the parallel loading may have been switched back on.
     const std::string parallel = bool_setting(parallel_load_setting, debugger.GetInstanceName());
     if (parallel == "true") {
         parallel_load_before_ = parallel;
