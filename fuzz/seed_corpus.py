@@ -136,13 +136,28 @@ def tbtab_seeds(elf, corpus):
         corpus.add(bytes([(1 if big else 0) | 2, 0]) + chunk)
 
 
+def callee_saved_seeds(elf, corpus):
+    """fuzz_callee_saved inputs: each function's code of an x86-64 fixture,
+    with the entry row (CFA = rsp+8) only: the analysis then counts the
+    stack itself, and the fuzzer mutates rows in."""
+    text = elf.section(".text")
+    if text is None:
+        return
+    base, code = text["addr"], elf.bytes_of(text)
+    for value, size in elf.functions()[:64]:
+        if size == 0 or value < base or value + size > base + len(code):
+            continue
+        corpus.add(bytes([1, 0, 0, 1]) + code[value - base:value - base + size])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", type=pathlib.Path, required=True)
     ap.add_argument("--out", type=pathlib.Path, required=True)
     args = ap.parse_args()
 
-    names = ["fuzz_section", "fuzz_lookup", "fuzz_step", "fuzz_elf", "fuzz_tbtab", "fuzz_convert"]
+    names = ["fuzz_section", "fuzz_lookup", "fuzz_step", "fuzz_elf", "fuzz_tbtab", "fuzz_convert",
+             "fuzz_callee_saved"]
     corpora = {n: Corpus(args.out, n) for n in names}
 
     sections = []
@@ -160,6 +175,8 @@ def main():
         s = elf.section(".sframe")
         if s is not None:
             sections.append(elf.bytes_of(s))
+        if len(data) > 19 and data[18] == 62 and data[19] == 0:  # e_machine EM_X86_64
+            callee_saved_seeds(elf, corpora["fuzz_callee_saved"])
         if len(data) <= MAX_ELF:
             corpora["fuzz_elf"].add(data)
             if elf.section(".eh_frame") or elf.section(".debug_frame"):

@@ -7,6 +7,7 @@
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  per target, default 60 (-max_total_time)
 #   TARGET   fuzz_section fuzz_lookup fuzz_step fuzz_elf fuzz_tbtab fuzz_convert
+#            fuzz_callee_saved
 #            (default: all, in that order)
 #
 # Prints, per target, the executions, executions per second, coverage (the
@@ -25,7 +26,7 @@ cd "$repo"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]} > 0)) || targets=(fuzz_section fuzz_lookup fuzz_step fuzz_elf fuzz_tbtab fuzz_convert)
+((${#targets[@]} > 0)) || targets=(fuzz_section fuzz_lookup fuzz_step fuzz_elf fuzz_tbtab fuzz_convert fuzz_callee_saved)
 build=$repo/build/fuzz
 timeout=${FUZZ_TIMEOUT:-25}
 

@@ -58,7 +58,7 @@ stage "build (default)" 1200 "${build_preset[@]}" default "$jobs"
 stage "ctest (default)" 900 ctest --preset default -j "$jobs"
 stage "build (ASan+UBSan)" 1200 "${build_preset[@]}" sanitize "$jobs"
 stage "ctest (ASan+UBSan)" 900 ctest --preset sanitize -j "$jobs"
-stage "fuzz (${fuzz_seconds} s per target)" $((900 + 6 * fuzz_seconds)) scripts/fuzz.sh "$fuzz_seconds"
+stage "fuzz (${fuzz_seconds} s per target)" $((900 + 7 * fuzz_seconds)) scripts/fuzz.sh "$fuzz_seconds"
 
 if [[ "${SFUNWIND_SKIP_CHROOT:-0}" != 1 ]]; then
   stage "sid chroot" 3600 scripts/sid-chroot.sh ensure

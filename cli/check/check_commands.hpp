@@ -11,4 +11,10 @@ namespace sfunwind::cli {
 int run_check(const Args& args);
 int run_convert(const Args& args);
 
+namespace check {
+struct CheckOptions;
+// `sfunwind check --callee-saved`.
+int run_check_callee_saved(const CheckOptions& options);
+} // namespace check
+
 } // namespace sfunwind::cli

@@ -42,6 +42,15 @@ Options:
                        any          all of these;  none: exit 0 on findings
   --cfi=both|eh|debug  the CFI to compare with (default both)
   --no-evaluate      do not evaluate CFI expressions with libdwfl
+  --callee-saved     check the callee-saved registers SFrame has no rules for
+                     (x86-64 rbx, r12-r15) instead: where each is saved, as
+                     recovered from the function's instructions (anchored by
+                     its SFrame rows), against the CFI at every instruction.
+                     Each (instruction, register) is equal, equivalent (the
+                     register still holds the value the CFI's slot does),
+                     unknown (the analysis declined: "not saved"), or wrong;
+                     exit 1 on any wrong. --details lists the functions the
+                     analysis declined; --json, --cfi and --progress apply.
   --time             print the time taken and the throughput
   --progress         progress on stderr even when it is not a terminal
   --no-progress      no progress, even on a terminal
@@ -175,6 +184,8 @@ Parsed<CheckOptions> parse_check(const Args& args) {
             o.progress = false;
         } else if (a == "--no-evaluate") {
             o.evaluate = false;
+        } else if (a == "--callee-saved") {
+            o.callee_saved = true;
         } else if (is_option(a, "--fail-on")) {
             auto v = value_of(args, i, "--fail-on");
             if (!v) return usage_error<CheckOptions>("check", "--fail-on needs a list");

@@ -31,6 +31,9 @@ struct CheckOptions {
     bool evaluate = true;
     cfi::Source cfi_source = cfi::Source::EhFrameThenDebugFrame;
     FailOn fail_on;
+    // Check the callee-saved register rules recovered from instructions
+    // instead of the SFrame rows (cmd_check_callee_saved.cpp).
+    bool callee_saved = false;
 };
 
 struct ConvertOptions {

@@ -19,6 +19,7 @@ int run_check(const Args& args) {
     }
     if (!parsed.options) return exit_usage;
     const check::CheckOptions& o = *parsed.options;
+    if (o.callee_saved) return check::run_check_callee_saved(o);
     const bool show_progress = check::progress_wanted(o.progress);
 
     std::vector<check::FileResult> results;

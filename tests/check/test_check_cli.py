@@ -271,6 +271,32 @@ def test_convert(r):
     r.expect(r.run(["convert", src]).returncode == 2, "convert without -o -> 2")
 
 
+def test_callee_saved(r):
+    """check --callee-saved: the JSON report of the CLI, its exit statuses,
+    and its text on a file with a known answer (the unit tests check every
+    fixture's counts through the library)."""
+    files = [os.path.join(FIXTURES, "bin", w, "recurse-O2-nofp") for w in ("gas-2.40", "gas-2.47", "clang-23")]
+    p = r.run(["check", "--callee-saved", "--json"] + files)
+    r.expect(p.returncode == 0, f"--callee-saved on three builds: exit 0 ({p.returncode}) {p.stderr}")
+    reports = json.loads(p.stdout)["files"] if p.returncode == 0 else []
+    r.expect(len(reports) == 3, "one report per file")
+    for rep in reports:
+        name = rep.get("file", "?")
+        r.expect(rep.get("wrong") == 0 and rep.get("wrong_pairs") == [], f"{name}: no wrong rule")
+        r.expect(rep.get("compared", 0) > 500, f"{name}: compared {rep.get('compared')}")
+        r.expect(rep["equal"] + rep["equivalent"] + rep["unknown"] + rep["wrong"] == rep["compared"],
+                 f"{name}: the classes add up")
+        r.expect(rep.get("coverage_percent", 0) >= 85.0, f"{name}: coverage {rep.get('coverage_percent')}")
+    text = r.run(["check", "--callee-saved", files[1]])
+    r.expect("wrong                0" in text.stdout and "coverage (equal + equivalent)" in text.stdout,
+             "text report: " + text.stdout[:200])
+    arm = r.run(["check", "--callee-saved", os.path.join(FIXTURES, "bin/gas-2.47-aarch64/recurse-O2-nofp-static")])
+    r.expect(arm.returncode == 2 and "x86-64 code only" in arm.stderr,
+             f"aarch64: declined with exit 2 ({arm.returncode}): {arm.stderr.strip()}")
+    noeh = r.run(["check", "--callee-saved", os.path.join(FIXTURES, "bin/clang-23/recurse-O2-nofp-noeh")])
+    r.expect(noeh.returncode == 2 and "CFI" in noeh.stderr, f"no CFI: exit 2 ({noeh.returncode}): {noeh.stderr.strip()}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sfunwind", required=True)
@@ -283,6 +309,7 @@ def main():
     test_text_and_exit_status(r)
     test_assembly_reason(r)
     test_convert(r)
+    test_callee_saved(r)
     print(f"{r.passed} passed, {r.failed} failed")
     return 0 if r.failed == 0 else 1
 

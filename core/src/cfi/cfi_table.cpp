@@ -152,6 +152,13 @@ Expected<CfiRow> CfiTable::Impl::row_in(Source s, std::uint64_t pc) const {
         row.ra_state = register_rule(frame.get(), ra, r.ra);
     }
     row.fp_state = register_rule(frame.get(), abi.fp_reg, r.fp);
+    const auto untracked = untracked_callee_saved(abi);
+    row.callee_saved.resize(untracked.size());
+    for (std::size_t i = 0; i < untracked.size(); ++i) {
+        CfiRow::Register& c = row.callee_saved[i];
+        c.reg = untracked[i];
+        c.state = register_rule(frame.get(), c.reg, c.rule);
+    }
 
     r.outermost = row.ra_state.representable && r.ra.kind == RegRule::Kind::Undefined;
     auto other_register = [&](std::uint16_t reg) { return reg != abi.sp_reg && reg != abi.fp_reg; };

@@ -67,6 +67,14 @@ struct CfiRow {
     RuleState cfa_state;
     RuleState ra_state;
     RuleState fp_state;
+    // The rules of the callee-saved registers SFrame has none for
+    // (untracked_callee_saved(abi)), in that order.
+    struct Register {
+        std::uint16_t reg = 0;
+        RegRule rule;
+        RuleState state;
+    };
+    std::vector<Register> callee_saved;
 
     bool representable() const {
         return cfa_state.representable && ra_state.representable && fp_state.representable;

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+// Where a function keeps its caller's callee-saved registers, from the
+// function's own instructions, anchored by its SFrame rows.
+//
+// SFrame has rules for the CFA, the return address and the frame pointer
+// only (SFrame v3 section 2.4). The other callee-saved registers of the ABI
+// (sfunwind::untracked_callee_saved(): x86-64 rbx, r12-r15) are preserved by
+// every function that follows the psABI, which either leaves a register alone
+// or saves it on its stack before writing it and restores it before
+// returning. So the caller's value of such a register, at a PC of the
+// function, is in one of two places: still in the register ("same value"),
+// or in a stack slot at CFA+N. FunctionRules finds which, by a forward
+// data-flow pass over the function's instructions (decoded with Capstone):
+//
+//  - Control flow: fall-through, direct jumps and conditional branches
+//    inside the function; a call returns to the next instruction; `ret`, a
+//    jump out of the function (a tail call) and an indirect jump end a path.
+//    Code no path reaches (jump-table cases, exception landing pads) starts
+//    from the meet of the states at the function's calls and indirect jumps,
+//    the only places such code is entered from.
+//  - The stack pointer: pushes, pops, `sub`/`add`/`lea` of constants, `mov
+//    rsp, rbp` and `leave` with a known frame pointer; anything else makes it
+//    unknown. The SFrame row that covers each instruction is the anchor: a
+//    row whose CFA is SP-based (FP-based) gives the offset exactly, and one
+//    that disagrees with the path's own count turns every register of that
+//    path to unknown. A disagreement is never resolved by a guess.
+//  - Saves: a push, or an 8-byte store relative to SP or FP, of a register
+//    that still holds its caller's value gives its slot (CFA-relative). A
+//    slot stays valid until a store overlaps it, or a call clobbers the
+//    stack below SP. Stores through other registers are taken not to reach
+//    the register save area, as the psABI's frame layout implies.
+//  - Restores: a pop or 8-byte load from the register's own valid slot gives
+//    the caller's value back; any other write (Capstone's register access
+//    lists, so sub-registers and implicit writes count) loses it.
+//  - At a join, a fact holds only where it holds on every path.
+//
+// The rule at a PC is then: "same value" while the register holds its
+// caller's value; else the slot, while it is valid (also after the
+// restoring pop, within the red zone); else unknown, which unwinders show
+// as "not saved". A function is assumed to start with every register
+// holding its caller's value only where its first SFrame row is the ABI's
+// entry row (x86-64: CFA = rsp+8): a `.cold` part entered with a frame is
+// not a function entry, and starts unknown.
+//
+// Bounded work: at most Limits::max_bytes of code and Limits::max_visits
+// instruction visits (each fact only weakens at a join, so a pass ends well
+// within that); past a limit the function is declined. Bytes Capstone cannot
+// decode end the linear decode there: what follows is unknown.
+//
+// Only x86-64 is analysed; other ABIs are declined (every register unknown).
+#pragma once
+
+#include "sfunwind/abi.hpp"
+#include "sfunwind/error.hpp"
+#include "sfunwind/row.hpp"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sfunwind::callee_saved {
+
+// The SFrame row that covers a link-time PC, or nullopt.
+using RowAt = std::function<std::optional<Row>(std::uint64_t pc)>;
+
+struct Limits {
+    std::uint64_t max_bytes = 1U << 20;  // code per function
+    std::uint64_t max_visits = 4U << 20; // instruction visits in the pass
+};
+
+// How far the pass got, per function.
+struct Stats {
+    std::uint32_t instructions = 0;     // decoded
+    std::uint32_t unreached = 0;        // seeded from the body's states (no path reached them)
+    std::uint32_t undecoded_bytes = 0;  // after the first byte Capstone could not decode
+    std::uint32_t anchor_conflicts = 0; // instructions whose SFrame row disagreed with the count
+    std::uint64_t visits = 0;
+};
+
+class FunctionRules {
+  public:
+    // Analyses the function whose code is `code`, starting at link-time
+    // address `start` (an SFrame FDE start). Errc::Unsupported for ABIs other
+    // than x86-64, and when a limit (Limits) is reached.
+    static Expected<FunctionRules> analyse(const Abi& abi, std::uint64_t start,
+                                           std::span<const std::uint8_t> code, const RowAt& rows,
+                                           const Limits& limits = {});
+
+    // The registers ruled on, in this order (untracked_callee_saved(abi)).
+    std::span<const std::uint16_t> registers() const noexcept { return registers_; }
+    // The rule of each of registers() at a link-time PC of the function:
+    // AtCfa(N), SameValue, or Undefined (unknown). A PC outside the decoded
+    // code gives Undefined for all. `out` must have registers().size() room.
+    void at(std::uint64_t pc, std::span<RegRule> out) const;
+    // One register's rule (Undefined when `reg` is not one of registers()).
+    RegRule at(std::uint64_t pc, std::uint16_t reg) const;
+    // The slot (CFA offset) that also holds register registers()[index]'s
+    // caller value at `pc`, when the analysis proved one: where at() says
+    // "same value", the slot is a second, equal answer (DWARF CFI often gives
+    // that one: GCC notes a save after later instructions, and keeps the slot
+    // after the restoring pop). Where the register holds the value on every
+    // path into `pc` but the slot only on some (a shrink-wrapped early exit
+    // joining the epilogue), that slot: CFI rows follow addresses, not
+    // paths, and give it there.
+    std::optional<std::int32_t> slot_at(std::uint64_t pc, std::size_t index) const;
+
+    std::uint64_t start() const noexcept { return start_; }
+    // The start of each decoded instruction, in order.
+    const std::vector<std::uint64_t>& instruction_starts() const noexcept { return starts_; }
+    const Stats& stats() const noexcept { return stats_; }
+    // Heap bytes this analysis keeps (the rule table and instruction starts).
+    std::size_t memory_bytes() const noexcept;
+
+    // Encoded rule of one register: a CFA offset, or one of these.
+    static constexpr std::int32_t unknown = INT32_MIN;
+    static constexpr std::int32_t same_value = INT32_MIN + 1;
+    static constexpr std::size_t max_registers = 20;
+
+  private:
+    struct Change {
+        std::uint64_t pc;
+        std::array<std::int32_t, max_registers> rule;
+        std::array<std::int32_t, max_registers> slot;
+    };
+    const Change* change_at(std::uint64_t pc) const;
+    std::uint64_t start_ = 0;
+    std::uint64_t end_ = 0;
+    std::uint64_t decoded_end_ = 0;
+    std::span<const std::uint16_t> registers_;
+    std::vector<Change> changes_; // where the rules change, by pc
+    std::vector<std::uint64_t> starts_;
+    Stats stats_;
+};
+
+} // namespace sfunwind::callee_saved

@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: MIT
+#include "sfunwind/callee_saved/function_rules.hpp"
+
+#include "x86_64_decoder.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+
+namespace sfunwind::callee_saved {
+namespace {
+
+using detail::Base;
+using detail::Flow;
+using detail::FpEffect;
+using detail::Instruction;
+using detail::SpEffect;
+
+// The state before an instruction executes. Offsets are CFA-relative:
+// CFA = rsp + sp, CFA = rbp + fp, and a slot at CFA + slot[i].
+struct State {
+    bool reached = false;
+    bool sp_known = false;
+    bool fp_known = false;
+    // rbp holds a frame address (set from rsp, or a row's CFA is rbp-based),
+    // not a general value: stores through it may reach the save slots.
+    bool fp_is_frame = false;
+    std::int64_t sp = 0;
+    std::int64_t fp = 0;
+    std::uint32_t intact = 0;     // bit i: register i holds its caller's value
+    std::uint32_t slot_valid = 0; // bit i: slot[i] holds it
+    std::array<std::int64_t, FunctionRules::max_registers> slot{};
+    // bit i: on some path here slot `alt[i]` holds register i's caller value
+    // (and the register does on every path): where DWARF CFI rows, which
+    // follow addresses and not paths, give that slot after a join.
+    std::uint32_t alt_valid = 0;
+    std::array<std::int64_t, FunctionRules::max_registers> alt{};
+
+    bool operator==(const State&) const = default;
+};
+
+// The facts that hold on both paths.
+State meet(const State& a, const State& b) {
+    if (!a.reached) return b;
+    if (!b.reached) return a;
+    State m = a;
+    m.sp_known = a.sp_known && b.sp_known && a.sp == b.sp;
+    m.fp_known = a.fp_known && b.fp_known && a.fp == b.fp;
+    m.fp_is_frame = a.fp_is_frame || b.fp_is_frame;
+    m.intact = a.intact & b.intact;
+    m.slot_valid = 0;
+    for (std::size_t i = 0; i < m.slot.size(); ++i) {
+        const std::uint32_t bit = 1U << i;
+        if ((a.slot_valid & bit) != 0 && (b.slot_valid & bit) != 0 && a.slot[i] == b.slot[i])
+            m.slot_valid |= bit;
+    }
+    if (!m.sp_known) m.sp = 0;
+    if (!m.fp_known) m.fp = 0;
+    for (std::size_t i = 0; i < m.slot.size(); ++i)
+        if ((m.slot_valid & (1U << i)) == 0) m.slot[i] = 0;
+    // A slot that holds the value on one path and not on the other.
+    m.alt_valid = 0;
+    m.alt.fill(0);
+    for (std::size_t i = 0; i < m.slot.size(); ++i) {
+        const std::uint32_t bit = 1U << i;
+        if ((m.intact & bit) == 0) continue;
+        std::optional<std::int64_t> some;
+        bool conflict = false;
+        for (const State* p : {&a, &b}) {
+            std::optional<std::int64_t> here;
+            if ((p->slot_valid & bit) != 0)
+                here = p->slot[i];
+            else if ((p->alt_valid & bit) != 0)
+                here = p->alt[i];
+            if (here && some && *here != *some) conflict = true;
+            if (here) some = here;
+        }
+        if (some && !conflict && (m.slot_valid & bit) == 0) {
+            m.alt_valid |= bit;
+            m.alt[i] = *some;
+        }
+    }
+    return m;
+}
+
+// Every register's caller value lost on this path.
+void forget_registers(State& s) {
+    s.intact = 0;
+    s.slot_valid = 0;
+    s.slot.fill(0);
+    s.alt_valid = 0;
+}
+
+// The instruction's SFrame row fixes what the path counted: CFA = rsp + k
+// or rbp + k. A count that disagrees means the path is not understood.
+void anchor(State& s, const Row& row, const Abi& abi, Stats& stats) {
+    if (row.cfa.deref) return;
+    if (row.cfa.reg == abi.sp_reg) {
+        if (s.sp_known && s.sp != row.cfa.offset) {
+            forget_registers(s);
+            ++stats.anchor_conflicts;
+        }
+        s.sp_known = true;
+        s.sp = row.cfa.offset;
+    } else if (row.cfa.reg == abi.fp_reg) {
+        if (s.fp_known && s.fp != row.cfa.offset) {
+            forget_registers(s);
+            ++stats.anchor_conflicts;
+        }
+        s.fp_known = true;
+        s.fp_is_frame = true;
+        s.fp = row.cfa.offset;
+    }
+}
+
+// A CFA-relative address for base + disp, when the base is placed.
+std::optional<std::int64_t> cfa_relative(const State& s, Base base, std::int64_t disp) {
+    if (base == Base::Sp && s.sp_known) return disp - s.sp;
+    if (base == Base::Fp && s.fp_known) return disp - s.fp;
+    return std::nullopt;
+}
+
+void invalidate(State& s, std::int64_t begin, std::int64_t size) {
+    for (std::size_t i = 0; i < s.slot.size(); ++i) {
+        const std::uint32_t bit = 1U << i;
+        // Slots are 8 bytes.
+        if ((s.slot_valid & bit) != 0 && s.slot[i] < begin + size && begin < s.slot[i] + 8)
+            s.slot_valid &= ~bit;
+        if ((s.alt_valid & bit) != 0 && s.alt[i] < begin + size && begin < s.alt[i] + 8)
+            s.alt_valid &= ~bit;
+    }
+}
+
+void transfer(State& s, const Instruction& in) {
+    // Memory written. A call's callee uses the stack below SP: every slot
+    // there is gone.
+    // Stores through other registers, through rbp when it is not a frame
+    // pointer, and indexed ones (arrays in the frame) are taken not to reach
+    // the register save area, as the psABI frame layout implies.
+    const bool may_reach_slots =
+        in.store_base == Base::Sp || (in.store_base == Base::Fp && s.fp_is_frame);
+    if (may_reach_slots) {
+        const auto at = cfa_relative(s, in.store_base, in.store_disp);
+        if (at) {
+            invalidate(s, *at, in.store_size);
+        } else {
+            s.slot_valid = 0;
+        }
+    }
+    if (in.flow == Flow::Call) {
+        if (s.sp_known)
+            invalidate(s, std::numeric_limits<std::int32_t>::min(),
+                       -s.sp - std::int64_t{std::numeric_limits<std::int32_t>::min()});
+        else {
+            s.slot_valid = 0;
+            s.alt_valid = 0;
+        }
+    }
+    // A whole register stored while it holds its caller's value: its slot.
+    if (in.saved >= 0) {
+        const auto i = static_cast<std::size_t>(static_cast<std::uint8_t>(in.saved));
+        const std::uint32_t bit = 1U << i;
+        const auto at = cfa_relative(s, in.store_base, in.store_disp);
+        if (at && (s.intact & bit) != 0 && (s.slot_valid & bit) == 0) {
+            s.slot[i] = *at;
+            s.slot_valid |= bit;
+        }
+    }
+    // A whole register loaded: its caller's value again only from its slot.
+    if (in.loaded >= 0) {
+        const auto i = static_cast<std::size_t>(static_cast<std::uint8_t>(in.loaded));
+        const std::uint32_t bit = 1U << i;
+        const auto at = cfa_relative(s, in.load_base, in.load_disp);
+        const bool from_slot = at && (s.slot_valid & bit) != 0 && s.slot[i] == *at;
+        s.intact = from_slot ? (s.intact | bit) : (s.intact & ~bit);
+    }
+    s.intact &= ~in.clobbered;
+    s.alt_valid &= s.intact;
+
+    // The frame pointer, then the stack pointer (leave: rsp from the old rbp).
+    const bool fp_was_known = s.fp_known;
+    const std::int64_t fp_was = s.fp;
+    switch (in.fp) {
+    case FpEffect::None:
+        break;
+    case FpEffect::FromSp:
+        // rbp = rsp + d: CFA = rbp + (sp - d).
+        s.fp_is_frame = true;
+        s.fp_known = s.sp_known;
+        s.fp = s.sp - in.fp_delta;
+        break;
+    case FpEffect::Unknown:
+        s.fp_known = false;
+        s.fp_is_frame = false;
+        break;
+    }
+    switch (in.sp) {
+    case SpEffect::None:
+        break;
+    case SpEffect::Add:
+        // rsp += d: CFA = rsp + (sp - d).
+        s.sp -= in.sp_delta;
+        break;
+    case SpEffect::FromFp:
+        s.sp_known = fp_was_known;
+        s.sp = fp_was - in.sp_delta;
+        break;
+    case SpEffect::Unknown:
+        s.sp_known = false;
+        break;
+    }
+    // Offsets beyond what a frame can be are not believed.
+    constexpr std::int64_t frame_limit = std::int64_t{1} << 31;
+    if (s.sp_known && (s.sp < -frame_limit || s.sp > frame_limit)) s.sp_known = false;
+    if (s.fp_known && (s.fp < -frame_limit || s.fp > frame_limit)) s.fp_known = false;
+}
+
+// Below the stack pointer, only the psABI's 128-byte red zone (section
+// 3.2.2) is safe from a signal handler's frame.
+constexpr std::int64_t red_zone = 128;
+
+std::int32_t encode_offset(const State& s, std::int64_t slot) {
+    if (s.sp_known && slot < -s.sp - red_zone) return FunctionRules::unknown;
+    if (slot < std::numeric_limits<std::int32_t>::min() + 2 ||
+        slot > std::numeric_limits<std::int32_t>::max())
+        return FunctionRules::unknown;
+    return static_cast<std::int32_t>(slot);
+}
+
+// The slot of register i when it still holds the caller's value, or unknown.
+std::int32_t encode_slot(const State& s, std::size_t i) {
+    const std::uint32_t bit = 1U << i;
+    if (!s.reached || (s.slot_valid & bit) == 0) return FunctionRules::unknown;
+    return encode_offset(s, s.slot[i]);
+}
+
+// The slot, or where the register holds the value on every path, a slot
+// that does on some of them.
+std::int32_t encode_second(const State& s, std::size_t i) {
+    const std::int32_t slot = encode_slot(s, i);
+    if (slot != FunctionRules::unknown) return slot;
+    const std::uint32_t bit = 1U << i;
+    if (!s.reached || (s.intact & bit) == 0 || (s.alt_valid & bit) == 0)
+        return FunctionRules::unknown;
+    return encode_offset(s, s.alt[i]);
+}
+
+// The rule: "same value" while the register holds the caller's value (a
+// fact that rests on every write to it being seen, which Capstone's access
+// lists give), else its slot, else unknown.
+std::int32_t encode_rule(const State& s, std::size_t i) {
+    if (s.reached && (s.intact & (1U << i)) != 0) return FunctionRules::same_value;
+    return encode_slot(s, i);
+}
+
+} // namespace
+
+Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t start,
+                                               std::span<const std::uint8_t> code,
+                                               const RowAt& rows, const Limits& limits) {
+    if (abi.arch != Arch::X86_64)
+        return Error(Errc::Unsupported,
+                     "callee-saved registers are recovered from x86-64 code only, not " +
+                         std::string(abi.name),
+                     Address{start});
+    if (code.size() > limits.max_bytes)
+        return Error(Errc::Unsupported,
+                     "function at " + to_hex(start) + " has " + std::to_string(code.size()) +
+                         " bytes of code, more than the analysis limit of " +
+                         std::to_string(limits.max_bytes),
+                     Address{start});
+    FunctionRules out;
+    out.start_ = start;
+    out.end_ = start + code.size();
+    out.registers_ = untracked_callee_saved(abi);
+    const std::size_t nregs = std::min(out.registers_.size(), max_registers);
+
+    std::vector<Instruction> insns;
+    if (!detail::decode_x86_64(start, code, out.registers_.first(nregs), insns))
+        return Error(Errc::Unsupported, "Capstone cannot decode x86-64", Address{start});
+    out.stats_.instructions = static_cast<std::uint32_t>(insns.size());
+    const std::uint64_t decoded_end =
+        insns.empty() ? start : insns.back().address + insns.back().size;
+    out.stats_.undecoded_bytes = static_cast<std::uint32_t>(out.end_ - decoded_end);
+    out.decoded_end_ = decoded_end;
+    out.starts_.reserve(insns.size());
+    for (const auto& in : insns)
+        out.starts_.push_back(in.address);
+
+    auto index_of = [&](std::uint64_t pc) -> std::optional<std::size_t> {
+        auto it = std::lower_bound(out.starts_.begin(), out.starts_.end(), pc);
+        if (it == out.starts_.end() || *it != pc) return std::nullopt;
+        return static_cast<std::size_t>(it - out.starts_.begin());
+    };
+
+    std::vector<std::optional<Row>> row_of(insns.size());
+    for (std::size_t k = 0; k < insns.size(); ++k)
+        row_of[k] = rows(insns[k].address);
+
+    // The entry state: every register holds its caller's value, CFA =
+    // rsp+8, where the first row says this is a function entry.
+    std::vector<State> before(insns.size());
+    if (!insns.empty()) {
+        State entry;
+        entry.reached = true;
+        const auto& first = row_of[0];
+        const bool is_entry = first && !first->cfa.deref && first->cfa.reg == abi.sp_reg &&
+                              first->cfa.offset == -abi.fixed_ra_offset;
+        if (is_entry) entry.intact = (nregs >= 32 ? ~0U : (1U << nregs) - 1);
+        before[0] = entry;
+    }
+
+    std::deque<std::size_t> work;
+    std::vector<bool> queued(insns.size(), false);
+    auto propagate = [&](std::size_t to, const State& s) {
+        const State m = meet(before[to], s);
+        if (before[to].reached && m == before[to]) return;
+        before[to] = m;
+        if (!queued[to]) {
+            queued[to] = true;
+            work.push_back(to);
+        }
+    };
+    // States at calls and indirect jumps: where unreached code is entered from.
+    State body;
+    auto run = [&]() -> bool {
+        while (!work.empty()) {
+            if (++out.stats_.visits > limits.max_visits) return false;
+            const std::size_t k = work.front();
+            work.pop_front();
+            queued[k] = false;
+            State s = before[k];
+            if (row_of[k]) anchor(s, *row_of[k], abi, out.stats_);
+            const Instruction& in = insns[k];
+            if (in.flow == Flow::Call || in.flow == Flow::Indirect) body = meet(body, s);
+            transfer(s, in);
+            const bool next =
+                in.flow == Flow::Next || in.flow == Flow::Branch || in.flow == Flow::Call;
+            if (next && k + 1 < insns.size()) propagate(k + 1, s);
+            if (in.flow == Flow::Jump || in.flow == Flow::Branch)
+                if (auto t = index_of(in.target)) propagate(*t, s);
+        }
+        return true;
+    };
+    if (!insns.empty()) {
+        queued[0] = true;
+        work.push_back(0);
+    }
+    if (!run())
+        return Error(Errc::Unsupported,
+                     "function at " + to_hex(start) + ": the analysis took more than " +
+                         std::to_string(limits.max_visits) + " steps",
+                     Address{start});
+    // Unreached code (switch cases, landing pads) starts from the body's
+    // state, the meet over every call and indirect jump, including those of
+    // the code seeded this way: repeated until the body stops weakening. The
+    // SP is left to each instruction's row.
+    std::vector<bool> is_seed(insns.size(), false);
+    std::uint32_t seeds = 0;
+    for (State used; body.reached && !(used == body);) {
+        used = body;
+        State seed = body;
+        seed.sp_known = false;
+        seed.fp_known = false;
+        for (std::size_t k = 0; k < insns.size(); ++k) {
+            // Alignment padding after a ret or jump is never run.
+            if (insns[k].padding) continue;
+            const bool first_time = !before[k].reached;
+            if (!first_time && !is_seed[k]) continue;
+            if (first_time) {
+                is_seed[k] = true;
+                ++seeds;
+            }
+            propagate(k, seed);
+            if (!run())
+                return Error(Errc::Unsupported,
+                             "function at " + to_hex(start) + ": the analysis took more than " +
+                                 std::to_string(limits.max_visits) + " steps",
+                             Address{start});
+        }
+    }
+    out.stats_.unreached = seeds;
+
+    // The rule table: a change point wherever a rule changes.
+    for (std::size_t k = 0; k < insns.size(); ++k) {
+        State s = before[k];
+        if (s.reached && row_of[k]) anchor(s, *row_of[k], abi, out.stats_);
+        Change c{insns[k].address, {}, {}};
+        c.rule.fill(unknown);
+        c.slot.fill(unknown);
+        for (std::size_t i = 0; i < nregs; ++i) {
+            c.rule[i] = encode_rule(s, i);
+            c.slot[i] = encode_second(s, i);
+        }
+        if (out.changes_.empty() || out.changes_.back().rule != c.rule ||
+            out.changes_.back().slot != c.slot)
+            out.changes_.push_back(c);
+    }
+    out.changes_.shrink_to_fit();
+    out.starts_.shrink_to_fit();
+    return out;
+}
+
+const FunctionRules::Change* FunctionRules::change_at(std::uint64_t pc) const {
+    if (pc < start_ || pc >= decoded_end_ || changes_.empty()) return nullptr;
+    auto it = std::upper_bound(changes_.begin(), changes_.end(), pc,
+                               [](std::uint64_t p, const Change& c) { return p < c.pc; });
+    if (it == changes_.begin()) return nullptr;
+    return &*std::prev(it);
+}
+
+void FunctionRules::at(std::uint64_t pc, std::span<RegRule> out) const {
+    for (auto& r : out)
+        r = RegRule::undefined();
+    const Change* c = change_at(pc);
+    if (c == nullptr) return;
+    const std::size_t n = std::min(out.size(), registers_.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int32_t code = c->rule[i];
+        if (code == unknown) continue;
+        out[i] =
+            code == same_value ? RegRule::same_value(RegRule::Source::Fre) : RegRule::at_cfa(code);
+    }
+}
+
+std::optional<std::int32_t> FunctionRules::slot_at(std::uint64_t pc, std::size_t index) const {
+    const Change* c = change_at(pc);
+    if (c == nullptr || index >= registers_.size() || c->slot[index] == unknown)
+        return std::nullopt;
+    return c->slot[index];
+}
+
+RegRule FunctionRules::at(std::uint64_t pc, std::uint16_t reg) const {
+    std::array<RegRule, max_registers> rules{};
+    const std::size_t n = std::min(registers_.size(), max_registers);
+    at(pc, std::span<RegRule>(rules.data(), n));
+    for (std::size_t i = 0; i < n; ++i)
+        if (registers_[i] == reg) return rules[i];
+    return RegRule::undefined();
+}
+
+std::size_t FunctionRules::memory_bytes() const noexcept {
+    return changes_.capacity() * sizeof(Change) + starts_.capacity() * sizeof(std::uint64_t);
+}
+
+} // namespace sfunwind::callee_saved

@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: MIT
+#include "x86_64_decoder.hpp"
+
+#include <array>
+#include <capstone/capstone.h>
+#include <memory>
+#include <optional>
+
+namespace sfunwind::callee_saved::detail {
+namespace {
+
+// The DWARF number (x86-64 psABI figure 3.36) of a general register or any
+// of its parts; nullopt for other registers.
+std::optional<std::uint16_t> dwarf_gpr(unsigned reg) {
+    switch (reg) {
+    case X86_REG_RAX:
+    case X86_REG_EAX:
+    case X86_REG_AX:
+    case X86_REG_AL:
+    case X86_REG_AH:
+        return 0;
+    case X86_REG_RDX:
+    case X86_REG_EDX:
+    case X86_REG_DX:
+    case X86_REG_DL:
+    case X86_REG_DH:
+        return 1;
+    case X86_REG_RCX:
+    case X86_REG_ECX:
+    case X86_REG_CX:
+    case X86_REG_CL:
+    case X86_REG_CH:
+        return 2;
+    case X86_REG_RBX:
+    case X86_REG_EBX:
+    case X86_REG_BX:
+    case X86_REG_BL:
+    case X86_REG_BH:
+        return 3;
+    case X86_REG_RSI:
+    case X86_REG_ESI:
+    case X86_REG_SI:
+    case X86_REG_SIL:
+        return 4;
+    case X86_REG_RDI:
+    case X86_REG_EDI:
+    case X86_REG_DI:
+    case X86_REG_DIL:
+        return 5;
+    case X86_REG_RBP:
+    case X86_REG_EBP:
+    case X86_REG_BP:
+    case X86_REG_BPL:
+        return 6;
+    case X86_REG_RSP:
+    case X86_REG_ESP:
+    case X86_REG_SP:
+    case X86_REG_SPL:
+        return 7;
+    case X86_REG_R8:
+    case X86_REG_R8D:
+    case X86_REG_R8W:
+    case X86_REG_R8B:
+        return 8;
+    case X86_REG_R9:
+    case X86_REG_R9D:
+    case X86_REG_R9W:
+    case X86_REG_R9B:
+        return 9;
+    case X86_REG_R10:
+    case X86_REG_R10D:
+    case X86_REG_R10W:
+    case X86_REG_R10B:
+        return 10;
+    case X86_REG_R11:
+    case X86_REG_R11D:
+    case X86_REG_R11W:
+    case X86_REG_R11B:
+        return 11;
+    case X86_REG_R12:
+    case X86_REG_R12D:
+    case X86_REG_R12W:
+    case X86_REG_R12B:
+        return 12;
+    case X86_REG_R13:
+    case X86_REG_R13D:
+    case X86_REG_R13W:
+    case X86_REG_R13B:
+        return 13;
+    case X86_REG_R14:
+    case X86_REG_R14D:
+    case X86_REG_R14W:
+    case X86_REG_R14B:
+        return 14;
+    case X86_REG_R15:
+    case X86_REG_R15D:
+    case X86_REG_R15W:
+    case X86_REG_R15B:
+        return 15;
+    default:
+        return std::nullopt;
+    }
+}
+
+constexpr std::uint16_t dwarf_rbp = 6;
+constexpr std::uint16_t dwarf_rsp = 7;
+
+bool is_full(unsigned reg) {
+    switch (reg) {
+    case X86_REG_RAX:
+    case X86_REG_RDX:
+    case X86_REG_RCX:
+    case X86_REG_RBX:
+    case X86_REG_RSI:
+    case X86_REG_RDI:
+    case X86_REG_RBP:
+    case X86_REG_RSP:
+    case X86_REG_R8:
+    case X86_REG_R9:
+    case X86_REG_R10:
+    case X86_REG_R11:
+    case X86_REG_R12:
+    case X86_REG_R13:
+    case X86_REG_R14:
+    case X86_REG_R15:
+        return true;
+    default:
+        return false;
+    }
+}
+
+struct Handle {
+    csh h = 0;
+    bool open = false;
+    Handle() {
+        open = cs_open(CS_ARCH_X86, CS_MODE_64, &h) == CS_ERR_OK;
+        if (open) cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+    }
+    ~Handle() {
+        if (open) cs_close(&h);
+    }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+};
+
+struct InsnDeleter {
+    void operator()(cs_insn* i) const { cs_free(i, 1); }
+};
+
+class Reducer {
+  public:
+    Reducer(csh h, std::span<const std::uint16_t> tracked) : h_(h), tracked_(tracked) {}
+
+    Instruction reduce(const cs_insn& insn) const {
+        Instruction out;
+        out.address = insn.address;
+        out.size = static_cast<std::uint8_t>(insn.size);
+        const cs_x86& x = insn.detail->x86;
+        out.padding = insn.id == X86_INS_NOP || insn.id == X86_INS_INT3;
+        flow(insn, x, out);
+        switch (insn.id) {
+        case X86_INS_PUSH:
+            push(x, out);
+            break;
+        case X86_INS_POP:
+            pop(x, out);
+            break;
+        case X86_INS_LEAVE:
+            // rsp = rbp; pop rbp.
+            out.sp = SpEffect::FromFp;
+            out.sp_delta = 8;
+            out.fp = FpEffect::Unknown;
+            break;
+        case X86_INS_CALL:
+            out.store_base = Base::Sp;
+            out.store_disp = -8;
+            out.store_size = 8;
+            break;
+        default:
+            general(insn, x, out);
+            break;
+        }
+        return out;
+    }
+
+  private:
+    csh h_;
+    std::span<const std::uint16_t> tracked_;
+
+    int tracked_index(unsigned reg) const {
+        const auto d = dwarf_gpr(reg);
+        if (!d) return -1;
+        for (std::size_t i = 0; i < tracked_.size(); ++i)
+            if (tracked_[i] == *d) return static_cast<int>(i);
+        return -1;
+    }
+
+    static Base base_of(const x86_op_mem& m) {
+        if (m.segment != X86_REG_INVALID) return Base::Other; // fs:/gs: (TLS)
+        const auto b = dwarf_gpr(m.base);
+        if (b == dwarf_rsp || b == dwarf_rbp) {
+            if (m.index != X86_REG_INVALID) return Base::Stack;
+            return b == dwarf_rsp ? Base::Sp : Base::Fp;
+        }
+        if (m.base == X86_REG_INVALID && m.index == X86_REG_INVALID) return Base::Other; // absolute
+        if (m.base == X86_REG_RIP) return Base::Other;
+        if (!b && m.base != X86_REG_INVALID) return Base::Other;
+        // An index register scaled over rsp/rbp (no base) or a plain base.
+        const auto i = dwarf_gpr(m.index);
+        if (i == dwarf_rsp || i == dwarf_rbp) return Base::Stack;
+        return Base::Other;
+    }
+
+    void flow(const cs_insn& insn, const cs_x86& x, Instruction& out) const {
+        const bool jump = cs_insn_group(h_, &insn, X86_GRP_JUMP);
+        const bool call = cs_insn_group(h_, &insn, X86_GRP_CALL);
+        const bool ret =
+            cs_insn_group(h_, &insn, X86_GRP_RET) || cs_insn_group(h_, &insn, X86_GRP_IRET);
+        if (ret || insn.id == X86_INS_UD2 || insn.id == X86_INS_HLT || insn.id == X86_INS_INT3 ||
+            insn.id == X86_INS_UD0) {
+            out.flow = Flow::Stop;
+            return;
+        }
+        if (call) {
+            out.flow = Flow::Call;
+            return;
+        }
+        if (!jump) return;
+        const bool direct = x.op_count == 1 && x.operands[0].type == X86_OP_IMM;
+        const bool unconditional = insn.id == X86_INS_JMP || insn.id == X86_INS_LJMP;
+        if (!direct) {
+            out.flow = unconditional ? Flow::Indirect : Flow::Next;
+            return;
+        }
+        out.target = static_cast<std::uint64_t>(x.operands[0].imm);
+        out.flow = unconditional ? Flow::Jump : Flow::Branch;
+    }
+
+    void push(const cs_x86& x, Instruction& out) const {
+        out.sp = SpEffect::Add;
+        out.sp_delta = -8;
+        out.store_base = Base::Sp;
+        out.store_disp = -8;
+        out.store_size = 8;
+        if (x.op_count == 1 && x.operands[0].type == X86_OP_REG && is_full(x.operands[0].reg)) {
+            const int t = tracked_index(x.operands[0].reg);
+            if (t >= 0) out.saved = static_cast<std::int8_t>(t);
+        }
+        if (x.op_count == 1 && x.operands[0].type == X86_OP_REG && x.operands[0].size != 8) {
+            out.sp_delta = -static_cast<std::int64_t>(x.operands[0].size);
+            out.store_disp = out.sp_delta;
+            out.store_size = x.operands[0].size;
+        }
+    }
+
+    void pop(const cs_x86& x, Instruction& out) const {
+        out.sp = SpEffect::Add;
+        out.sp_delta = 8;
+        if (x.op_count != 1) {
+            out.sp = SpEffect::Unknown;
+            return;
+        }
+        const cs_x86_op& op = x.operands[0];
+        if (op.type == X86_OP_REG) {
+            const auto d = dwarf_gpr(op.reg);
+            if (d == dwarf_rsp) {
+                out.sp = SpEffect::Unknown;
+                return;
+            }
+            if (d == dwarf_rbp) out.fp = FpEffect::Unknown;
+            const int t = tracked_index(op.reg);
+            if (t >= 0) {
+                out.loaded = static_cast<std::int8_t>(t);
+                out.load_base = Base::Sp;
+                out.load_disp = 0;
+            }
+            if (op.size != 8) out.sp_delta = op.size;
+        } else if (op.type == X86_OP_MEM) {
+            // pop m64: the store goes where the operand says (after the SP
+            // change, by the ISA; a frame slot here is beyond what compilers do).
+            out.store_base = base_of(op.mem) == Base::Other ? Base::Other : Base::Stack;
+            out.store_size = 8;
+        }
+    }
+
+    void general(const cs_insn& insn, const cs_x86& x, Instruction& out) const {
+        // `lock or qword ptr [rsp], 0` (a memory barrier) and its kin write
+        // the value the memory already holds.
+        const bool keeps_value = (insn.id == X86_INS_OR || insn.id == X86_INS_ADD ||
+                                  insn.id == X86_INS_SUB || insn.id == X86_INS_XOR) &&
+                                 x.op_count == 2 && x.operands[1].type == X86_OP_IMM &&
+                                 x.operands[1].imm == 0;
+        // Memory written, and whole-register saves and loads.
+        for (std::uint8_t i = 0; i < x.op_count && !keeps_value; ++i) {
+            const cs_x86_op& op = x.operands[i];
+            if (op.type != X86_OP_MEM) continue;
+            // lea and nop compute an address and touch no memory.
+            if (insn.id == X86_INS_LEA || insn.id == X86_INS_NOP) continue;
+            // Capstone 4 gives some memory operands no access flags: a
+            // write is assumed then.
+            const bool writes = (op.access & CS_AC_WRITE) != 0 || op.access == 0;
+            if (!writes) continue;
+            out.store_base = base_of(op.mem);
+            out.store_disp = op.mem.disp;
+            out.store_size = op.size != 0 ? op.size : 64;
+        }
+        if (insn.id == X86_INS_MOV && x.op_count == 2) {
+            const cs_x86_op& dst = x.operands[0];
+            const cs_x86_op& src = x.operands[1];
+            if (dst.type == X86_OP_MEM && src.type == X86_OP_REG && is_full(src.reg)) {
+                const int t = tracked_index(src.reg);
+                if (t >= 0) out.saved = static_cast<std::int8_t>(t);
+            }
+            if (dst.type == X86_OP_REG && src.type == X86_OP_MEM && is_full(dst.reg)) {
+                const int t = tracked_index(dst.reg);
+                const Base b = base_of(src.mem);
+                if (t >= 0) {
+                    out.loaded = static_cast<std::int8_t>(t);
+                    out.load_base = b;
+                    out.load_disp = src.mem.disp;
+                }
+            }
+        }
+        stack_pointer(insn, x, out);
+
+        cs_regs read{};
+        cs_regs written{};
+        std::uint8_t nread = 0;
+        std::uint8_t nwritten = 0;
+        if (cs_regs_access(h_, &insn, read, &nread, written, &nwritten) != CS_ERR_OK) {
+            // Nothing known of what it writes: every register and both
+            // stack registers are lost.
+            out.clobbered = ~std::uint32_t{0};
+            if (out.sp == SpEffect::None) out.sp = SpEffect::Unknown;
+            out.fp = FpEffect::Unknown;
+            return;
+        }
+        for (std::uint8_t i = 0; i < nwritten; ++i) {
+            const auto d = dwarf_gpr(written[i]);
+            if (!d) continue;
+            if (*d == dwarf_rsp) {
+                if (out.sp == SpEffect::None) out.sp = SpEffect::Unknown;
+            } else if (*d == dwarf_rbp) {
+                if (out.fp == FpEffect::None) out.fp = FpEffect::Unknown;
+            }
+            const int t = tracked_index(written[i]);
+            if (t >= 0 && t != out.loaded) out.clobbered |= 1U << t;
+        }
+    }
+
+    // sub/add rsp, imm; lea rsp, [rsp/rbp + d]; mov rsp, rbp; mov rbp, rsp;
+    // lea rbp, [rsp + d].
+    static void stack_pointer(const cs_insn& insn, const cs_x86& x, Instruction& out) {
+        if (x.op_count != 2 || x.operands[0].type != X86_OP_REG) return;
+        const auto dst = dwarf_gpr(x.operands[0].reg);
+        if (!is_full(x.operands[0].reg) || (dst != dwarf_rsp && dst != dwarf_rbp)) return;
+        const cs_x86_op& src = x.operands[1];
+        if (dst == dwarf_rsp) {
+            if ((insn.id == X86_INS_SUB || insn.id == X86_INS_ADD) && src.type == X86_OP_IMM) {
+                out.sp = SpEffect::Add;
+                out.sp_delta = insn.id == X86_INS_SUB ? -src.imm : src.imm;
+            } else if (insn.id == X86_INS_LEA && src.type == X86_OP_MEM &&
+                       src.mem.index == X86_REG_INVALID && src.mem.segment == X86_REG_INVALID) {
+                if (src.mem.base == X86_REG_RSP) {
+                    out.sp = SpEffect::Add;
+                    out.sp_delta = src.mem.disp;
+                } else if (src.mem.base == X86_REG_RBP) {
+                    out.sp = SpEffect::FromFp;
+                    out.sp_delta = src.mem.disp;
+                }
+            } else if (insn.id == X86_INS_MOV && src.type == X86_OP_REG && src.reg == X86_REG_RBP) {
+                out.sp = SpEffect::FromFp;
+                out.sp_delta = 0;
+            }
+            return;
+        }
+        if (insn.id == X86_INS_MOV && src.type == X86_OP_REG && src.reg == X86_REG_RSP) {
+            out.fp = FpEffect::FromSp;
+            out.fp_delta = 0;
+        } else if (insn.id == X86_INS_LEA && src.type == X86_OP_MEM &&
+                   src.mem.base == X86_REG_RSP && src.mem.index == X86_REG_INVALID &&
+                   src.mem.segment == X86_REG_INVALID) {
+            out.fp = FpEffect::FromSp;
+            out.fp_delta = src.mem.disp;
+        }
+    }
+};
+
+} // namespace
+
+bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
+                   std::span<const std::uint16_t> tracked, std::vector<Instruction>& out) {
+    // One handle per thread: Capstone handles are not shared between threads,
+    // and opening one costs more than decoding a small function.
+    thread_local Handle handle;
+    if (!handle.open) return false;
+    std::unique_ptr<cs_insn, InsnDeleter> insn(cs_malloc(handle.h));
+    if (!insn) return false;
+    const Reducer reducer(handle.h, tracked);
+    const std::uint8_t* p = code.data();
+    std::size_t left = code.size();
+    std::uint64_t address = start;
+    while (left > 0 && cs_disasm_iter(handle.h, &p, &left, &address, insn.get()))
+        out.push_back(reducer.reduce(*insn));
+    return true;
+}
+
+} // namespace sfunwind::callee_saved::detail

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// The callee-saved register analysis on arbitrary x86-64 code and rows. The
+// input is
+//
+//   0x00 u8   number of rows (value % 17)
+//   0x01      that many (u16 code offset, i8 CFA offset / 8), little-endian:
+//             the row CFA = rsp + 8 * value holds from that offset to the
+//             next row's (rows in input order; offsets past the code ignored)
+//   then      the code, at code_vaddr
+//
+// Properties: the analysis ends (Errc::Unsupported past its limits is the
+// only error), stays within its visit limit, gives only "same value", a CFA
+// slot or unknown, nothing outside the code, and keeps a rule table no larger
+// than one change per instruction.
+#include "sfunwind/callee_saved/function_rules.hpp"
+#include "support.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+using namespace sfunwind;
+using fuzz::require;
+
+namespace {
+
+constexpr std::uint64_t code_vaddr = 0x401000;
+
+struct InputRow {
+    std::uint64_t begin;
+    std::int32_t cfa;
+};
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size < 1) return 0;
+    const std::size_t count = data[0] % 17;
+    std::size_t at = 1;
+    std::vector<InputRow> rows;
+    for (std::size_t i = 0; i < count && at + 3 <= size; ++i, at += 3) {
+        const auto offset = static_cast<std::uint64_t>(data[at] | (data[at + 1] << 8));
+        const auto cfa = static_cast<std::int32_t>(static_cast<std::int8_t>(data[at + 2])) * 8;
+        rows.push_back({code_vaddr + offset, cfa});
+    }
+    const std::span<const std::uint8_t> code(data + std::min(at, size), size - std::min(at, size));
+    std::sort(rows.begin(), rows.end(),
+              [](const InputRow& a, const InputRow& b) { return a.begin < b.begin; });
+    const callee_saved::RowAt row_at = [&](std::uint64_t pc) -> std::optional<Row> {
+        const InputRow* hit = nullptr;
+        for (const auto& r : rows)
+            if (r.begin <= pc) hit = &r;
+        if (hit == nullptr || pc >= code_vaddr + code.size()) return std::nullopt;
+        Row row;
+        row.pc_begin = hit->begin;
+        row.pc_end = pc + 1;
+        row.cfa = CfaRule{abi_amd64().sp_reg, hit->cfa, false};
+        row.ra = RegRule::at_cfa(-8);
+        return row;
+    };
+    auto f = callee_saved::FunctionRules::analyse(abi_amd64(), code_vaddr, code, row_at);
+    if (!f) {
+        require(f.error().code() == Errc::Unsupported, "only a limit makes the analysis fail",
+                f.error().message());
+        return 0;
+    }
+    require(f->stats().visits <= callee_saved::Limits{}.max_visits, "the visit limit holds");
+    require(f->instruction_starts().size() <= code.size(), "at most one instruction per byte");
+    for (std::uint64_t pc = code_vaddr; pc < code_vaddr + code.size() + 2; ++pc) {
+        for (const std::uint16_t reg : f->registers()) {
+            const RegRule r = f->at(pc, reg);
+            require(r.kind == RegRule::Kind::SameValue || r.kind == RegRule::Kind::AtCfa ||
+                        r.kind == RegRule::Kind::Undefined,
+                    "a rule is same value, a CFA slot or unknown");
+            if (pc >= code_vaddr + code.size())
+                require(r.kind == RegRule::Kind::Undefined, "nothing is known outside the code",
+                        std::to_string(pc));
+        }
+    }
+    return 0;
+}

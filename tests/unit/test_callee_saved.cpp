@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+// The callee-saved register analysis (sfunwind/callee_saved/): hand-made
+// x86-64 code with known answers, hostile bytes, and every x86-64 fixture
+// and large program of every writer checked against its CFI (0 wrong).
+#include "catch.hpp"
+#include "sfunwind/callee_saved/function_rules.hpp"
+#include "sfunwind/check/callee_saved_check.hpp"
+#include "sfunwind/elf/elf_file.hpp"
+#include "support.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <vector>
+
+using namespace sfunwind;
+using callee_saved::FunctionRules;
+
+namespace {
+
+constexpr std::uint16_t rbx = 3;
+constexpr std::uint16_t r12 = 12;
+
+// Rows as SFrame gives them: CFA = rsp + offset over [begin, end).
+struct Span {
+    std::uint64_t begin;
+    std::uint64_t end;
+    std::int32_t cfa;
+};
+
+callee_saved::RowAt rows_of(std::vector<Span> spans) {
+    return [spans](std::uint64_t pc) -> std::optional<Row> {
+        for (const auto& s : spans)
+            if (pc >= s.begin && pc < s.end) {
+                Row r;
+                r.pc_begin = s.begin;
+                r.pc_end = s.end;
+                r.cfa = CfaRule{abi_amd64().sp_reg, s.cfa, false};
+                r.ra = RegRule::at_cfa(-8);
+                return r;
+            }
+        return std::nullopt;
+    };
+}
+
+// push rbx; mov rbx, rdi; call (next); pop rbx; ret
+const std::vector<std::uint8_t> save_use_restore = {0x53, 0x48, 0x89, 0xfb, 0xe8, 0x00,
+                                                    0x00, 0x00, 0x00, 0x5b, 0xc3};
+
+} // namespace
+
+TEST_CASE("callee-saved: a push, a write, a call and the restoring pop", "[callee_saved]") {
+    auto f = FunctionRules::analyse(
+        abi_amd64(), 0x1000, save_use_restore,
+        rows_of({{0x1000, 0x1001, 8}, {0x1001, 0x100a, 16}, {0x100a, 0x100b, 8}}));
+    REQUIRE(f);
+    CHECK(f->instruction_starts() ==
+          std::vector<std::uint64_t>{0x1000, 0x1001, 0x1004, 0x1009, 0x100a});
+    // Before the push and before the write, rbx holds the caller's value.
+    CHECK(f->at(0x1000, rbx) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(f->at(0x1001, rbx) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(f->slot_at(0x1000, 0) == std::nullopt);
+    CHECK(f->slot_at(0x1001, 0) == -16); // pushed: the slot holds it too
+    // Written: only the slot has it, across the call.
+    CHECK(f->at(0x1004, rbx) == RegRule::at_cfa(-16));
+    CHECK(f->at(0x1006, rbx) == RegRule::at_cfa(-16)); // inside the call (a return address - 1)
+    CHECK(f->at(0x1009, rbx) == RegRule::at_cfa(-16));
+    // Popped from its own slot: the register has it again.
+    CHECK(f->at(0x100a, rbx) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(f->slot_at(0x100a, 0) == -16);
+    // Never written.
+    for (std::uint64_t pc = 0x1000; pc < 0x100b; ++pc)
+        CHECK(f->at(pc, r12) == RegRule::same_value(RegRule::Source::Fre));
+    // Outside the function: nothing is known.
+    CHECK(f->at(0x100b, rbx).kind == RegRule::Kind::Undefined);
+    CHECK(f->at(0xfff, rbx).kind == RegRule::Kind::Undefined);
+}
+
+TEST_CASE("callee-saved: an SFrame row that disagrees with the count makes registers unknown",
+          "[callee_saved]") {
+    // The row after the push claims CFA = rsp+24, where the push makes it 16.
+    auto f = FunctionRules::analyse(
+        abi_amd64(), 0x1000, save_use_restore,
+        rows_of({{0x1000, 0x1001, 8}, {0x1001, 0x100a, 24}, {0x100a, 0x100b, 8}}));
+    REQUIRE(f);
+    CHECK(f->stats().anchor_conflicts > 0);
+    CHECK(f->at(0x1004, rbx).kind == RegRule::Kind::Undefined);
+    CHECK(f->at(0x1004, r12).kind == RegRule::Kind::Undefined);
+}
+
+TEST_CASE("callee-saved: code that does not start as a function entry starts unknown",
+          "[callee_saved]") {
+    // A .cold part entered with CFA = rsp+16: whatever was saved before is
+    // not known here.
+    auto f = FunctionRules::analyse(abi_amd64(), 0x1001, std::span(save_use_restore).subspan(1),
+                                    rows_of({{0x1001, 0x100a, 16}, {0x100a, 0x100b, 8}}));
+    REQUIRE(f);
+    CHECK(f->at(0x1001, rbx).kind == RegRule::Kind::Undefined);
+    CHECK(f->at(0x1001, r12).kind == RegRule::Kind::Undefined);
+}
+
+TEST_CASE("callee-saved: a mid-function return keeps the saves of the code after it",
+          "[callee_saved]") {
+    // 0: push rbx; 1: test edi, edi; 3: jne 8; 5: pop rbx; 6: ret;
+    // 7: int3 (padding); 8: mov rbx, rdi; b: pop rbx; c: ret
+    const std::vector<std::uint8_t> code = {0x53, 0x85, 0xff, 0x75, 0x03, 0x5b, 0xc3,
+                                            0xcc, 0x48, 0x89, 0xfb, 0x5b, 0xc3};
+    auto f = FunctionRules::analyse(abi_amd64(), 0x2000, code,
+                                    rows_of({{0x2000, 0x2001, 8},
+                                             {0x2001, 0x2006, 16},
+                                             {0x2006, 0x2008, 8},
+                                             {0x2008, 0x200c, 16},
+                                             {0x200c, 0x200d, 8}}));
+    REQUIRE(f);
+    CHECK(f->at(0x200b, rbx) == RegRule::at_cfa(-16));
+    CHECK(f->at(0x2006, rbx) == RegRule::same_value(RegRule::Source::Fre));
+    // The padding is never run: no answer.
+    CHECK(f->at(0x2007, rbx).kind == RegRule::Kind::Undefined);
+}
+
+TEST_CASE("callee-saved: other ABIs are declined, oversized functions too", "[callee_saved]") {
+    auto a = FunctionRules::analyse(abi_aarch64(ByteOrder::Little), 0x1000, save_use_restore,
+                                    rows_of({}));
+    REQUIRE(!a);
+    CHECK(a.error().code() == Errc::Unsupported);
+    callee_saved::Limits small;
+    small.max_bytes = 4;
+    auto b = FunctionRules::analyse(abi_amd64(), 0x1000, save_use_restore,
+                                    rows_of({{0x1000, 0x100b, 8}}), small);
+    REQUIRE(!b);
+    CHECK(b.error().code() == Errc::Unsupported);
+}
+
+TEST_CASE("callee-saved: random bytes and random rows end, within the limits", "[callee_saved]") {
+    std::mt19937_64 rng(20261126);
+    for (int round = 0; round < 200; ++round) {
+        std::vector<std::uint8_t> code(1 + rng() % 512);
+        for (auto& b : code)
+            b = static_cast<std::uint8_t>(rng());
+        const auto cfa = static_cast<std::int32_t>(rng() % 64) * 8;
+        auto f = FunctionRules::analyse(abi_amd64(), 0x4000, code,
+                                        rows_of({{0x4000, 0x4000 + code.size(), cfa}}));
+        REQUIRE(f);
+        CHECK(f->stats().visits <= callee_saved::Limits{}.max_visits);
+        for (std::uint64_t pc = 0x4000; pc < 0x4000 + code.size(); pc += 7) {
+            const RegRule r = f->at(pc, rbx);
+            // A rule is the register itself, a CFA slot, or nothing.
+            CHECK((r.kind == RegRule::Kind::SameValue || r.kind == RegRule::Kind::AtCfa ||
+                   r.kind == RegRule::Kind::Undefined));
+        }
+    }
+}
+
+// Every x86-64 fixture with SFrame and CFI, and the large programs: the
+// analysis never gives a rule the CFI does not, and covers most pairs.
+TEST_CASE("callee-saved: 0 wrong against CFI on every x86-64 fixture", "[callee_saved][fixtures]") {
+    const auto bin = test::source_dir() / "tests" / "fixtures" / "bin";
+    std::size_t files = 0;
+    std::uint64_t compared = 0;
+    std::uint64_t agreeing = 0;
+    for (const char* writer : {"gas-2.40", "gas-2.44", "gas-2.47", "clang-23"}) {
+        for (const auto& entry : std::filesystem::directory_iterator(bin / writer)) {
+            if (!entry.is_regular_file()) continue;
+            auto file = elf::ElfFile::open(entry.path().string());
+            REQUIRE(file);
+            auto report = check::check_callee_saved(*file);
+            // -noeh builds have no CFI, the badsframe copies no readable SFrame.
+            if (!report) continue;
+            INFO(entry.path().string());
+            CHECK(report->counts.wrong == 0);
+            for (const auto& w : report->wrong)
+                INFO(w.function << " " << w.pc << " " << w.reg << ": " << w.analysis << " vs "
+                                << w.cfi);
+            CHECK(report->counts.compared > 0);
+            const double coverage =
+                static_cast<double>(report->counts.equal + report->counts.equivalent) /
+                static_cast<double>(report->counts.compared);
+            CHECK(coverage >= 0.80);
+            ++files;
+            compared += report->counts.compared;
+            agreeing += report->counts.equal + report->counts.equivalent;
+        }
+    }
+    CHECK(files >= 60);
+    CHECK(static_cast<double>(agreeing) / static_cast<double>(compared) >= 0.93);
+}
+
+TEST_CASE("callee-saved: 0 wrong against CFI on SQLite (GCC 16 + gas 2.47, clang 23)",
+          "[callee_saved][fixtures]") {
+    const auto large = test::source_dir() / "tests" / "fixtures" / "large";
+    for (const auto& [name, floor] :
+         {std::pair{"sqlite3-gas-2.47", 0.91}, std::pair{"sqlite3-clang-23", 0.99}}) {
+        INFO(name);
+        auto file = elf::ElfFile::open((large / name).string());
+        REQUIRE(file);
+        auto report = check::check_callee_saved(*file);
+        REQUIRE(report);
+        CHECK(report->functions > 2500);
+        CHECK(report->counts.wrong == 0);
+        const double coverage =
+            static_cast<double>(report->counts.equal + report->counts.equivalent) /
+            static_cast<double>(report->counts.compared);
+        CHECK(coverage >= floor);
+    }
+}
