@@ -24,6 +24,8 @@ foreach(writer gas-2.40 gas-2.44 gas-2.47 clang-23)
            COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_gdb_tests.py ${_common} --writer ${writer})
 endforeach()
 add_test(NAME gdb13_noeh COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_noeh_tests.py ${_common})
+add_test(NAME gdb13_callee_saved
+         COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_callee_saved_tests.py ${_common})
 add_test(NAME gdb13_commands COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_command_tests.py ${_common})
 # aarch64 and s390x under qemu-user's gdbstub (bookworm's qemu 7.2 signs
 # return addresses in a way GDB 13 cannot strip: no PAuth fixture here; the

@@ -356,6 +356,14 @@ size_t sfunwind_gdb_describe(const struct sfunwind_gdb_row* row, char* buf, size
     }
 }
 
+void sfunwind_gdb_set_callee_saved(int on) {
+    g::table().recover_callee_saved = on != 0;
+}
+
+int sfunwind_gdb_callee_saved(void) {
+    return g::table().recover_callee_saved ? 1 : 0;
+}
+
 void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg) {
     callbacks().read = read;
     callbacks().reg = reg;
@@ -387,6 +395,17 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
         out->fp_restored = done->step.fp_restored ? 1U : 0U;
         out->fallback_reads = done->fallback_reads;
         out->row_flags = g::row_flags(done->found.row);
+        static_assert(static_cast<int>(sfunwind::callee_saved::SavedRegister::Kind::SameValue) ==
+                          1 &&
+                      static_cast<int>(sfunwind::callee_saved::SavedRegister::Kind::Value) == 2);
+        out->saved_count = static_cast<std::uint32_t>(
+            std::min<std::size_t>(done->saved_count, SFUNWIND_GDB_MAX_SAVED));
+        for (std::uint32_t i = 0; i < out->saved_count; ++i) {
+            const auto& r = done->saved[i];
+            out->saved[i].reg = r.reg;
+            out->saved[i].kind = static_cast<std::uint8_t>(r.kind);
+            out->saved[i].value = r.value;
+        }
         return SFUNWIND_GDB_OK;
     } catch (...) {
         return fail_exception();

@@ -98,6 +98,14 @@ Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, Mem
     if (!next) return std::move(next).error();
     out.step = *next;
     out.fallback_reads = memory.fallback_reads();
+    const OpenModule* module = table.get(out.found.module);
+    if (next->caller && table.recover_callee_saved && module != nullptr && module->callee_saved) {
+        if (const auto* rules = module->callee_saved->function(row.func_start, row.func_size)) {
+            const std::uint64_t lookup =
+                FrameAddress::of_frame(in.pc, out.topmost).lookup_address() - out.found.bias;
+            out.saved_count = callee_saved::recover(*rules, lookup, next->cfa, memory, out.saved);
+        }
+    }
     const bool level_known = in.level >= 0 && in.level < std::numeric_limits<std::int32_t>::max();
     if (next->caller)
         table.record_caller(*next->caller, level_known ? in.level + 1 : -1, row.signal_frame);

@@ -30,6 +30,10 @@ struct FrameOutput {
     FoundRow found; // the row used (link-time addresses)
     bool topmost = false;
     std::uint32_t fallback_reads = 0; // reads the window did not serve
+    // The caller's callee-saved registers (callee_saved::recover), when the
+    // module's analysis covers the function: saved_count entries.
+    std::array<callee_saved::SavedRegister, 8> saved{};
+    std::size_t saved_count = 0;
 };
 
 // Stack bytes read ahead towards older frames, for a bridge that pays per

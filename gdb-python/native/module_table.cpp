@@ -74,6 +74,20 @@ Expected<std::int32_t> ModuleTable::open_file(const std::string& path) {
     m.name = path;
     m.elf = t.file.get();
     m.rows = std::move(t.rows);
+    const elf::ElfFile* file = m.elf;
+    const std::shared_ptr<const RowSource> rows = m.rows;
+    if (file != nullptr) {
+        auto analysis = std::make_shared<callee_saved::ModuleRules>(
+            rows->abi(),
+            [file](std::uint64_t vaddr, std::uint64_t size) {
+                return file->loaded_bytes(vaddr, size);
+            },
+            [rows](std::uint64_t pc) -> std::optional<Row> {
+                auto r = rows->lookup(pc);
+                return r ? std::optional<Row>(*r) : std::nullopt;
+            });
+        if (analysis->supported()) m.callee_saved = std::move(analysis);
+    }
     return add(std::move(m));
 }
 

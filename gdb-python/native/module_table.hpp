@@ -8,6 +8,7 @@
 // through sfunwind::Module::lookup(), and every frame is stepped alike.
 #pragma once
 
+#include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/elf/elf_file.hpp"
 #include "sfunwind/elf/module_rows.hpp"
 #include "sfunwind/error.hpp"
@@ -37,6 +38,9 @@ struct OpenModule {
     const elf::ElfFile* elf = nullptr; // kept alive by `rows`; null for bytes
     std::uint64_t text_begin = 0;      // link-time range the table covers
     std::uint64_t text_end = 0;
+    // Where its functions keep the callee-saved registers (from the file's
+    // code); null for modules from bytes and ABIs the analysis does not cover.
+    std::shared_ptr<callee_saved::ModuleRules> callee_saved;
     bool placed = false;
     std::uint64_t bias = 0;
 
@@ -65,6 +69,10 @@ struct FrameLookup {
 
 class ModuleTable {
   public:
+    // Whether steps recover the callee-saved registers (`sframe
+    // callee-saved on|off`; on by default).
+    bool recover_callee_saved = true;
+
     Expected<std::int32_t> open_file(const std::string& path);
     Expected<std::int32_t> open_bytes(std::span<const std::uint8_t> bytes, std::uint64_t vaddr,
                                       std::string name);

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 9 };
+enum { SFUNWIND_GDB_API_VERSION = 10 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -232,6 +232,16 @@ struct sfunwind_gdb_frame {
     uint32_t reserved;
 };
 
+/* The caller's value of a callee-saved register SFrame has no rule for
+ * (sfunwind::callee_saved::SavedRegister). kind: 0 not saved (unknown),
+ * 1 the frame's own value of the register, 2 `value` (read from its slot). */
+struct sfunwind_gdb_saved_register {
+    uint16_t reg; /* DWARF number */
+    uint8_t kind;
+    uint8_t reserved[5];
+    uint64_t value;
+};
+enum { SFUNWIND_GDB_MAX_SAVED = 8 };
 struct sfunwind_gdb_unwind_result {
     uint64_t pc; /* the caller's registers (PAC bits stripped) */
     uint64_t sp;
@@ -243,9 +253,14 @@ struct sfunwind_gdb_unwind_result {
     uint32_t fp_restored;
     uint32_t fallback_reads; /* reads the stack window did not serve */
     uint32_t row_flags;      /* sfunwind_gdb_row_flags */
-    uint32_t reserved;
+    uint32_t saved_count;    /* entries of `saved` (0 when the analysis is off or declined) */
+    struct sfunwind_gdb_saved_register saved[SFUNWIND_GDB_MAX_SAVED];
 };
 
+/* Whether sfunwind_gdb_unwind() and the JIT reader recover the callee-saved
+ * registers from the functions' instructions (on by default). */
+void sfunwind_gdb_set_callee_saved(int on);
+int sfunwind_gdb_callee_saved(void);
 /* Where sfunwind_gdb_unwind() reads memory and registers. */
 void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn reg);
 /* One frame in one call: sfunwind_gdb_lookup_frame(), then the step. A

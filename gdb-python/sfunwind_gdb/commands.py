@@ -51,7 +51,10 @@ sframe enable [python|native]
 sframe disable           leave unwinding to GDB's own unwinders
 sframe compare [N]       the current stop unwound by SFrame and by GDB's CFI
                          unwinder, frame by frame (at most N frames, 256)
-sframe row ADDR          the SFrame row and rules at an address"""
+sframe row ADDR          the SFrame row and rules at an address
+sframe callee-saved [on|off]
+                         recover the callee-saved registers SFrame has no
+                         rules for from the functions' code (default on)"""
 
     def __init__(self):
         super().__init__("sframe", gdb.COMMAND_STACK, gdb.COMPLETE_NONE, True)
@@ -206,6 +209,41 @@ Usage: sframe compare [N]     (at most N frames, default 256)"""
         gdb.write(compare_mod.report(self.session, limit) + "\n")
 
 
+class CalleeSavedCommand(gdb.Command):
+    """Recover the callee-saved registers SFrame has no rules for (x86-64
+rbx, r12-r15) in the frames it unwinds, so that upper frames show the
+variables kept in them.
+
+Usage: sframe callee-saved [on|off]
+Without an argument, shows the setting. SFrame describes only the CFA, the
+return address and the frame pointer; with this on (the default), where
+each function keeps its caller's values of the other callee-saved registers
+comes from the function's own instructions, anchored by its SFrame rows
+(`sfunwind check --callee-saved` proves the analysis against DWARF CFI).
+A register the analysis cannot place is shown as <not saved>. Both paths
+(python and native) use the setting."""
+
+    def __init__(self, session):
+        super().__init__("sframe callee-saved", gdb.COMMAND_STACK)
+        self.session = session
+
+    def complete(self, text, word):
+        return [v for v in ("on", "off") if v.startswith(word or "")]
+
+    def invoke(self, arg, from_tty):
+        arg = (arg or "").strip()
+        lib = self.session.lib
+        if arg == "":
+            gdb.write("callee-saved registers: %s\n" % ("on" if lib.callee_saved() else "off"))
+            return
+        if arg not in ("on", "off"):
+            raise gdb.GdbError("sframe callee-saved: expected on or off, got %r" % arg)
+        lib.set_callee_saved(1 if arg == "on" else 0)
+        # Frames already unwound keep what they had: unwind them again.
+        self.session.engine.new_stop()
+        gdb.invalidate_cached_frames()
+
+
 def register(session):
     SframePrefix()
     StatusCommand(session)
@@ -213,3 +251,4 @@ def register(session):
     DisableCommand(session)
     RowCommand(session)
     CompareCommand(session)
+    CalleeSavedCommand(session)

@@ -7,7 +7,7 @@ every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
 import ctypes
 import os
 
-API_VERSION = 9
+API_VERSION = 10
 
 # enum sfunwind_gdb_status
 OK = 0
@@ -76,6 +76,22 @@ class Frame(ctypes.Structure):
     ]
 
 
+# struct sfunwind_gdb_saved_register kinds
+SAVED_NOT_SAVED = 0
+SAVED_SAME_VALUE = 1
+SAVED_VALUE = 2
+MAX_SAVED = 8
+
+
+class SavedRegister(ctypes.Structure):
+    _fields_ = [
+        ("reg", ctypes.c_uint16),
+        ("kind", ctypes.c_uint8),
+        ("reserved", ctypes.c_uint8 * 5),
+        ("value", ctypes.c_uint64),
+    ]
+
+
 class UnwindResult(ctypes.Structure):
     _fields_ = [
         ("pc", ctypes.c_uint64),
@@ -88,7 +104,8 @@ class UnwindResult(ctypes.Structure):
         ("fp_restored", ctypes.c_uint32),
         ("fallback_reads", ctypes.c_uint32),
         ("row_flags", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32),
+        ("saved_count", ctypes.c_uint32),
+        ("saved", SavedRegister * MAX_SAVED),
     ]
 
 
@@ -256,6 +273,8 @@ class Library:
         self.new_stop = fn("sfunwind_gdb_new_stop", None)
         self.forget_stack = fn("sfunwind_gdb_forget_stack", None)
         self.set_topmost = fn("sfunwind_gdb_set_topmost", None, u64, u64)
+        self.set_callee_saved = fn("sfunwind_gdb_set_callee_saved", None, ctypes.c_int)
+        self.callee_saved = fn("sfunwind_gdb_callee_saved", ctypes.c_int)
         self.has_jit_reader = hasattr(lib, "gdb_init_reader")
 
     def last_error(self):

@@ -216,8 +216,35 @@ class Engine:
             info.add_saved_register(self._pseudo_pc, code.get(res.pc))
         # The FP: restored from the stack, or this frame's own.
         info.add_saved_register(self._fp_id, self._fp_values.get(res.fp))
+        # The callee-saved registers the function's code shows where it
+        # keeps; the others stay <not saved>.
+        for k in range(res.saved_count):
+            self._add_callee_saved(pf, info, res.saved[k])
         self.counters.frames += 1
         return info
+
+    def _add_callee_saved(self, pf, info, saved):
+        ident = self._dwarf_ids.get(saved.reg)
+        if ident is None:
+            ident = self._dwarf_ids[saved.reg] = self._gdb_register_id(saved.reg)
+        if ident is False:
+            return
+        if saved.kind == native.SAVED_SAME_VALUE:
+            # The caller's value is this frame's, if this frame has one (a
+            # frame below may have left the register <not saved>).
+            try:
+                value = pf.read_register(ident)
+                if value.is_optimized_out:
+                    return
+            except gdb.error:
+                return
+        elif saved.kind == native.SAVED_VALUE:
+            value = gdb.Value(saved.value)
+            if self._cast:
+                value = value.cast(pf.read_register(ident).type)
+        else:
+            return
+        info.add_saved_register(ident, value)
 
     def _learn_cast(self, pf):
         """GDB 13 takes any value of the register's size; later versions may

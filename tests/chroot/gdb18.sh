@@ -5,7 +5,8 @@
 # compiler, libdw and Python 3.14 for ctypes), then runs the GDB tests with
 # the chroot's GDB 18 on every x86-64 fixture that runs there (the dynamic
 # builds of every writer, and the static ones), the -noeh and core-file
-# checks, the commands, and the aarch64/s390x fixtures under qemu-user's
+# checks, the callee-saved registers of upper frames against the CFI build
+# (run_callee_saved_tests), the commands, and the aarch64/s390x fixtures under qemu-user's
 # gdbstub with gdb-multiarch, and the ppc64/ppc64le traceback-table
 # fixtures (-O2 part only) likewise.
 #
@@ -33,6 +34,7 @@ run python3 tests/gdb/test_native_api.py --library "$build/gdb-python/libsfunwin
 run python3 tests/gdb/run_command_tests.py --gdb gdb --loader "\$loader" --runs chroot
 run python3 tests/gdb/run_gdb_tests.py --gdb gdb --loader "\$loader" --runs chroot ${quick[*]:-}
 run python3 tests/gdb/run_noeh_tests.py --gdb gdb --loader "\$loader" --runs chroot
+run python3 tests/gdb/run_callee_saved_tests.py --gdb gdb --loader "\$loader" --runs chroot
 run python3 tests/gdb/run_qemu_tests.py --gdb gdb-multiarch --loader "\$loader" --pac
 run python3 tests/gdb/run_ppc64_tests.py --gdb gdb-multiarch --loader "\$loader" --quick
 run python3 tests/gdb/run_hostile_tests.py --gdb gdb --loader "\$loader" --runs chroot

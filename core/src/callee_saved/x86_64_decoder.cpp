@@ -216,8 +216,10 @@ class Reducer {
         const bool call = cs_insn_group(h_, &insn, X86_GRP_CALL);
         const bool ret =
             cs_insn_group(h_, &insn, X86_GRP_RET) || cs_insn_group(h_, &insn, X86_GRP_IRET);
-        if (ret || insn.id == X86_INS_UD2 || insn.id == X86_INS_HLT || insn.id == X86_INS_INT3 ||
-            insn.id == X86_INS_UD0) {
+        // int3 is a breakpoint that returns (a debugger's, or SIGTRAP's
+        // handler) to the next instruction; as padding it follows a ret or
+        // jump, and is not reached that way.
+        if (ret || insn.id == X86_INS_UD2 || insn.id == X86_INS_HLT || insn.id == X86_INS_UD0) {
             out.flow = Flow::Stop;
             return;
         }

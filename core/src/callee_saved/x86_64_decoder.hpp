@@ -16,7 +16,7 @@ enum class Flow : std::uint8_t {
     Branch,   // to the next instruction or `target`
     Call,     // to the next instruction, after a call (stack below SP clobbered)
     Indirect, // an indirect jump: a switch table or a tail call through a pointer
-    Stop,     // ret, ud2, hlt, int3: no successor in the function
+    Stop,     // ret, ud2, hlt: no successor in the function
 };
 
 // The base of a memory operand, as the analysis can place it.

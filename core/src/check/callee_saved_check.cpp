@@ -13,20 +13,6 @@
 namespace sfunwind::check {
 namespace {
 
-// The file bytes of [vaddr, vaddr + size), from the PT_LOAD that holds them.
-std::optional<std::span<const std::uint8_t>> code_bytes(const elf::ElfFile& file,
-                                                        std::uint64_t vaddr, std::uint64_t size) {
-    const auto image = file.image();
-    for (const auto& seg : file.load_segments()) {
-        if (vaddr < seg.vaddr || vaddr - seg.vaddr > seg.filesz) continue;
-        const std::uint64_t in_seg = vaddr - seg.vaddr;
-        if (size > seg.filesz - in_seg) continue;
-        if (seg.offset > image.size() || in_seg + size > image.size() - seg.offset) continue;
-        return image.subspan(seg.offset + in_seg, size);
-    }
-    return std::nullopt;
-}
-
 bool same_rule(const RegRule& a, const RegRule& b) {
     if (a.kind != b.kind) return false;
     switch (a.kind) {
@@ -81,7 +67,7 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
         // Only functions the CFI describes too can be checked.
         auto first = cfi->at(fde->start);
         if (!first) continue;
-        auto bytes = code_bytes(file, fde->start, fde->size);
+        auto bytes = file.loaded_bytes(fde->start, fde->size);
         auto declined = [&](std::string why) {
             ++report.declined_total;
             if (report.declined.size() < options.max_listed)

@@ -504,6 +504,19 @@ Expected<sframe::Section> ElfFile::sframe() const {
     return section;
 }
 
+std::optional<std::span<const std::uint8_t>> ElfFile::loaded_bytes(std::uint64_t vaddr,
+                                                                   std::uint64_t size) const {
+    const auto image = std::span<const std::uint8_t>(impl_->image);
+    for (const auto& seg : load_segments()) {
+        if (vaddr < seg.vaddr || vaddr - seg.vaddr > seg.filesz) continue;
+        const std::uint64_t in_segment = vaddr - seg.vaddr;
+        if (size > seg.filesz - in_segment) continue;
+        if (!fits(seg.offset, seg.filesz, image.size())) continue;
+        return image.subspan(seg.offset + in_segment, size);
+    }
+    return std::nullopt;
+}
+
 const std::vector<Symbol>& ElfFile::function_symbols() const {
     std::call_once(impl_->symbols_once, [this] { impl_->read_symbols(); });
     return impl_->symbols;

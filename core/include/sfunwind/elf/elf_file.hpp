@@ -113,6 +113,10 @@ class ElfFile {
     Expected<std::span<const std::uint8_t>> sframe_bytes(const SframeLocation& where) const;
     Expected<sframe::Section> sframe() const;
 
+    // The file bytes loaded at link-time [vaddr, vaddr + size), from the
+    // PT_LOAD segment whose file part holds them all; nullopt otherwise.
+    std::optional<std::span<const std::uint8_t>> loaded_bytes(std::uint64_t vaddr,
+                                                              std::uint64_t size) const;
     // Bytes of a named section, if present (e.g. ".eh_frame").
     std::optional<std::span<const std::uint8_t>> section_bytes(const std::string& name) const;
     bool has_section(const std::string& name) const;

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// The callee-saved register analysis of one module, per function, cached;
+// and the caller's values of those registers in one frame. What every
+// debugger adapter calls: the analysis itself is function_rules.hpp.
+#pragma once
+
+#include "sfunwind/abi.hpp"
+#include "sfunwind/callee_saved/function_rules.hpp"
+#include "sfunwind/unwind/step.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+
+namespace sfunwind::callee_saved {
+
+// The module's bytes at link-time [vaddr, vaddr + size), if it has them all
+// (elf::ElfFile::loaded_bytes). The bytes must live as long as the ModuleRules.
+using CodeAt = std::function<std::optional<std::span<const std::uint8_t>>(std::uint64_t vaddr,
+                                                                          std::uint64_t size)>;
+
+class ModuleRules {
+  public:
+    // `rows` gives the module's rows at link-time PCs.
+    ModuleRules(const Abi& abi, CodeAt code, RowAt rows, std::size_t max_functions = 4096);
+
+    // Whether the analysis covers this ABI at all.
+    bool supported() const noexcept { return abi_->arch == Arch::X86_64; }
+    // The analysis of the function [start, start + size) (link-time), made
+    // on first use; null when it was declined (no code, a limit).
+    const FunctionRules* function(std::uint64_t start, std::uint32_t size);
+    // Functions analysed so far (declined ones included) and the bytes their
+    // rule tables keep.
+    std::size_t functions() const noexcept { return cache_.size(); }
+    std::size_t memory_bytes() const noexcept { return memory_; }
+
+  private:
+    const Abi* abi_;
+    CodeAt code_;
+    RowAt rows_;
+    std::size_t max_functions_;
+    std::unordered_map<std::uint64_t, std::unique_ptr<FunctionRules>> cache_;
+    std::size_t memory_ = 0;
+};
+
+// The caller's value of one callee-saved register in one frame.
+struct SavedRegister {
+    enum class Kind : std::uint8_t {
+        NotSaved,  // unknown: debuggers show "not saved"
+        SameValue, // the frame's own value of the register is the caller's
+        Value,     // read from the frame's save slot: `value`
+    };
+    std::uint16_t reg = 0; // DWARF number
+    Kind kind = Kind::NotSaved;
+    std::uint64_t value = 0;
+};
+
+// The caller's callee-saved registers for a frame of a function the
+// analysis covers: `lookup_pc` is the frame's link-time lookup address
+// (FrameAddress::lookup_address() minus the module's bias), `cfa` the
+// frame's CFA. A slot that cannot be read gives NotSaved. Fills at most
+// out.size() entries (registers() order); returns how many.
+std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::uint64_t cfa,
+                    MemoryReader& memory, std::span<SavedRegister> out);
+
+} // namespace sfunwind::callee_saved
