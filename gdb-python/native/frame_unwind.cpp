@@ -19,6 +19,28 @@ bool covers(std::uint64_t window_addr, std::size_t window_size, std::uint64_t ad
     return rel <= window_size && size <= window_size - rel;
 }
 
+// Turns the "same value" registers into values, which is what GDB takes:
+// the frame's own value of the register is what the step that produced
+// this frame gave GDB (`produced`), or, for a frame no step of ours
+// produced (the topmost, or one GDB's own unwinders made), GDB's value
+// (`registers`). Unknown there means unknown for the caller too.
+void resolve_same_values(std::span<const callee_saved::SavedRegister> produced,
+                         RegisterSource& registers, std::span<callee_saved::SavedRegister> saved) {
+    using Kind = callee_saved::SavedRegister::Kind;
+    for (auto& s : saved) {
+        if (s.kind != Kind::SameValue) continue;
+        std::optional<std::uint64_t> own;
+        if (!produced.empty()) {
+            for (const auto& p : produced)
+                if (p.reg == s.reg && p.kind == Kind::Value) own = p.value;
+        } else {
+            own = registers.get(s.reg);
+        }
+        s.kind = own ? Kind::Value : Kind::NotSaved;
+        s.value = own.value_or(0);
+    }
+}
+
 } // namespace
 
 std::span<const std::uint8_t> StackChunk::cover(std::uint64_t addr, std::uint32_t size,
@@ -104,11 +126,15 @@ Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, Mem
             const std::uint64_t lookup =
                 FrameAddress::of_frame(in.pc, out.topmost).lookup_address() - out.found.bias;
             out.saved_count = callee_saved::recover(*rules, lookup, next->cfa, memory, out.saved);
+            resolve_same_values(table.produced_saved(in.level, in.pc), registers,
+                                std::span(out.saved.data(), out.saved_count));
         }
     }
     const bool level_known = in.level >= 0 && in.level < std::numeric_limits<std::int32_t>::max();
-    if (next->caller)
+    if (next->caller) {
         table.record_caller(*next->caller, level_known ? in.level + 1 : -1, row.signal_frame);
+        table.record_caller_saved(std::span(out.saved.data(), out.saved_count));
+    }
     return out;
 }
 

@@ -31,7 +31,8 @@ struct FrameOutput {
     bool topmost = false;
     std::uint32_t fallback_reads = 0; // reads the window did not serve
     // The caller's callee-saved registers (callee_saved::recover), when the
-    // module's analysis covers the function: saved_count entries.
+    // module's analysis covers the function: saved_count entries, each a
+    // Value (a "same value" resolved to the frame's own) or NotSaved.
     std::array<callee_saved::SavedRegister, 8> saved{};
     std::size_t saved_count = 0;
 };

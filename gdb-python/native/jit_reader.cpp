@@ -201,12 +201,8 @@ gdb_status unwind(gdb_reader_funcs*, gdb_unwind_callbacks* cb) {
         // interface numbers registers as DWARF does.
         for (std::size_t i = 0; i < u->out.saved_count; ++i) {
             const auto& r = u->out.saved[i];
-            using Kind = sfunwind::callee_saved::SavedRegister::Kind;
-            if (r.kind == Kind::SameValue) {
-                if (auto own = get_reg(cb, r.reg, abi.order)) set_reg(cb, r.reg, *own, abi.order);
-            } else if (r.kind == Kind::Value) {
+            if (r.kind == sfunwind::callee_saved::SavedRegister::Kind::Value)
                 set_reg(cb, r.reg, r.value, abi.order);
-            }
         }
         st.have_last = true;
         st.last_pc = u->pc;

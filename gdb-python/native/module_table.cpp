@@ -248,6 +248,20 @@ std::optional<FrameRegs> ModuleTable::produced_caller(std::int32_t level,
     return latest_caller_->regs;
 }
 
+void ModuleTable::record_caller_saved(std::span<const callee_saved::SavedRegister> saved) {
+    if (!latest_caller_) return;
+    const std::size_t n = std::min(saved.size(), latest_caller_->saved.size());
+    std::copy_n(saved.begin(), n, latest_caller_->saved.begin());
+    latest_caller_->saved_count = n;
+}
+
+std::span<const callee_saved::SavedRegister>
+ModuleTable::produced_saved(std::int32_t level, std::uint64_t pc) const noexcept {
+    if (!produced_caller(level, pc)) return {};
+    return std::span<const callee_saved::SavedRegister>(latest_caller_->saved.data(),
+                                                        latest_caller_->saved_count);
+}
+
 void ModuleTable::new_stop() noexcept {
     callers_.clear();
     latest_caller_.reset();

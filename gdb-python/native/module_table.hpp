@@ -19,6 +19,7 @@
 #include "sfunwind/unwind/row_source.hpp"
 #include "sfunwind/unwind/step.hpp"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -101,6 +102,12 @@ class ModuleTable {
     // registers are all live), and so that its SP and FP need not be read
     // back from GDB (produced_caller).
     void record_caller(const FrameRegs& caller, std::int32_t level, bool interrupted);
+    // The caller's callee-saved registers that step gave GDB (kind Value or
+    // NotSaved), recorded with the latest caller: the next frame's "same
+    // value" registers are these, without reading them back from GDB.
+    void record_caller_saved(std::span<const callee_saved::SavedRegister> saved);
+    std::span<const callee_saved::SavedRegister> produced_saved(std::int32_t level,
+                                                                std::uint64_t pc) const noexcept;
     // The registers of the caller the latest step produced, when GDB asks
     // for the frame at `level` (>= 1) with `pc`: GDB took that frame's
     // registers from the step's output.
@@ -138,6 +145,8 @@ class ModuleTable {
     struct LatestCaller {
         FrameRegs regs;
         std::int32_t level = -1;
+        std::array<callee_saved::SavedRegister, 8> saved{};
+        std::size_t saved_count = 0;
     };
     std::optional<LatestCaller> latest_caller_;
     std::optional<FrameKey> topmost_;

@@ -234,7 +234,8 @@ struct sfunwind_gdb_frame {
 
 /* The caller's value of a callee-saved register SFrame has no rule for
  * (sfunwind::callee_saved::SavedRegister). kind: 0 not saved (unknown),
- * 1 the frame's own value of the register, 2 `value` (read from its slot). */
+ * 2 `value` (from its slot, or the frame's own value of the register: the
+ * one the previous sfunwind_gdb_unwind() gave, else the register callback's). */
 struct sfunwind_gdb_saved_register {
     uint16_t reg; /* DWARF number */
     uint8_t kind;

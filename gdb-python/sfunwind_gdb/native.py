@@ -76,9 +76,9 @@ class Frame(ctypes.Structure):
     ]
 
 
-# struct sfunwind_gdb_saved_register kinds
+# struct sfunwind_gdb_saved_register kinds (sfunwind_gdb_unwind gives no 1,
+# "same value": it resolves those to values)
 SAVED_NOT_SAVED = 0
-SAVED_SAME_VALUE = 1
 SAVED_VALUE = 2
 MAX_SAVED = 8
 

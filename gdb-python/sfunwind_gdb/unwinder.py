@@ -96,6 +96,8 @@ class Engine:
         self._sp_type = None
         self._code = _Values()
         self._pc_values = self._fp_values = self._code
+        # Callee-saved registers' values (general registers: one type).
+        self._saved_values = None
         self._pf = None
         self._pc = None
         self._cur_pf = None
@@ -128,6 +130,7 @@ class Engine:
         self._cast = None
         self._code = _Values()
         self._pc_values = self._fp_values = self._code
+        self._saved_values = None
         self._dwarf_ids = {}
         if regs is None:
             return
@@ -224,27 +227,17 @@ class Engine:
         return info
 
     def _add_callee_saved(self, pf, info, saved):
+        if saved.kind != native.SAVED_VALUE:
+            return
         ident = self._dwarf_ids.get(saved.reg)
         if ident is None:
             ident = self._dwarf_ids[saved.reg] = self._gdb_register_id(saved.reg)
         if ident is False:
             return
-        if saved.kind == native.SAVED_SAME_VALUE:
-            # The caller's value is this frame's, if this frame has one (a
-            # frame below may have left the register <not saved>).
-            try:
-                value = pf.read_register(ident)
-                if value.is_optimized_out:
-                    return
-            except gdb.error:
-                return
-        elif saved.kind == native.SAVED_VALUE:
-            value = gdb.Value(saved.value)
-            if self._cast:
-                value = value.cast(pf.read_register(ident).type)
-        else:
-            return
-        info.add_saved_register(ident, value)
+        values = self._saved_values
+        if values is None:
+            values = self._saved_values = _Values(pf.read_register(ident).type if self._cast else None)
+        info.add_saved_register(ident, values.get(saved.value))
 
     def _learn_cast(self, pf):
         """GDB 13 takes any value of the register's size; later versions may

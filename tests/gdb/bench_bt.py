@@ -24,8 +24,16 @@ import tempfile
 
 import gdb_harness as H
 
-MODES = ("dwarf", "python", "native")
-SWITCH = {"dwarf": "sframe disable", "python": "sframe enable python", "native": "sframe enable native"}
+MODES = ("dwarf", "python", "native", "python-off", "native-off")
+# The -off modes: the callee-saved registers not recovered (sframe
+# callee-saved off), to show what recovering them costs per frame.
+SWITCH = {
+    "dwarf": ["sframe disable"],
+    "python": ["sframe enable python", "sframe callee-saved on"],
+    "native": ["sframe enable native", "sframe callee-saved on"],
+    "python-off": ["sframe enable python", "sframe callee-saved off"],
+    "native-off": ["sframe enable native", "sframe callee-saved off"],
+}
 
 
 def commands(rounds, out_json):
@@ -38,11 +46,10 @@ def commands(rounds, out_json):
         # Warm GDB's symbol and DWARF caches once in each mode first.
     ]
     for mode in MODES:
-        lines += [SWITCH[mode], "maint flush register-cache", "bt"]
+        lines += SWITCH[mode] + ["maint flush register-cache", "bt"]
     for _ in range(rounds):
         for mode in MODES:
-            lines += [
-                SWITCH[mode],
+            lines += SWITCH[mode] + [
                 "maint flush register-cache",
                 "python t0 = time.perf_counter()",
                 "bt",
@@ -55,8 +62,7 @@ def commands(rounds, out_json):
     lines.append("python import re")
     lines.append("python U = {}")
     for mode in MODES:
-        lines += [
-            SWITCH[mode],
+        lines += SWITCH[mode] + [
             "maint flush register-cache",
             "python s0 = gdb.execute('sframe status', to_string=True)",
             "python F[%r] = len(gdb.execute('bt', to_string=True).splitlines())" % mode,
@@ -91,16 +97,21 @@ def main():
     med = {m: statistics.median(times[m]) for m in MODES}
     print("%s, %s, %d rounds" % (version, os.path.relpath(args.program), args.rounds))
     for m in MODES:
-        print("  %-7s bt: median %.3f s (min %.3f, max %.3f), %d frames" % (
+        print("  %-10s bt: median %.3f s (min %.3f, max %.3f), %d frames" % (
             m, med[m], min(times[m]), max(times[m]), frames[m]))
     print("  python / dwarf = %.2f (target <= 1.0)" % (med["python"] / med["dwarf"]))
     print("  native / dwarf = %.2f (target <= 0.8)" % (med["native"] / med["dwarf"]))
+    for path in ("python", "native"):
+        print("  %s: callee-saved registers cost %.2f us per frame (%.2f with them, %.2f without, x dwarf)" % (
+            path, 1e6 * (med[path] - med[path + "-off"]) / frames[path], med[path] / med["dwarf"],
+            med[path + "-off"] / med["dwarf"]))
     unwound = data["unwound"]
     for m in MODES:
-        print("  %-7s frames unwound by sfunwind: python path %d, native path %d" % (m, *unwound[m]))
+        print("  %-10s frames unwound by sfunwind: python path %d, native path %d" % (m, *unwound[m]))
     # The DWARF run must owe nothing to sfunwind; each SFrame run must have
     # unwound all but the outermost frames (_start and its caller) itself.
-    expect = {"dwarf": (0, 0), "python": (frames["python"] - 3, 0), "native": (0, frames["native"] - 3)}
+    expect = {"dwarf": (0, 0), "python": (frames["python"] - 3, 0), "native": (0, frames["native"] - 3),
+              "python-off": (frames["python"] - 3, 0), "native-off": (0, frames["native"] - 3)}
     bad = [m for m in MODES if any(abs(u - e) > 3 for u, e in zip(unwound[m], expect[m]))]
     if bad:
         print("FAIL: frames not unwound by the path being timed: %s" % ", ".join(bad))
