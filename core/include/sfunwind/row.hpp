@@ -78,6 +78,11 @@ struct Row {
     bool operator==(const Row&) const = default;
 };
 
+// Whether two rules mean the same: the Source (where SFrame stored a rule)
+// is not part of the meaning, and operands count only for the kinds that
+// have them (RegRule's == compares every field).
+bool same_rule(const RegRule& a, const RegRule& b);
+
 // Whether `ra` is the ABI's fixed return-address rule (x86-64: [CFA-8],
 // Abi::fixed_ra_offset), which SFrame keeps in its header, not in FREs.
 bool is_fixed_ra_rule(const RegRule& ra, const Abi& abi);

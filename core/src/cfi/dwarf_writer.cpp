@@ -226,10 +226,6 @@ void emit_cfa_rule(Emitter& e, const std::optional<CfaRule>& prev, const CfaRule
     e.uleb(static_cast<std::uint64_t>(c.offset));
 }
 
-bool same_rule(const RegRule& a, const RegRule& b) {
-    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset;
-}
-
 bool same_cfa(const CfaRule& a, const CfaRule& b) {
     return a.reg == b.reg && a.offset == b.offset && a.deref == b.deref;
 }

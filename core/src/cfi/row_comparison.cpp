@@ -5,28 +5,6 @@
 #include <string>
 
 namespace sfunwind::cfi {
-namespace {
-
-// Rules mean the same: the Source (where SFrame stored the rule) is not part
-// of the meaning, and operands count only for the kinds that have them.
-bool same_rule(const RegRule& a, const RegRule& b) {
-    using K = RegRule::Kind;
-    if (a.kind != b.kind) return false;
-    switch (a.kind) {
-    case K::Undefined:
-    case K::SameValue:
-        return true;
-    case K::AtCfa:
-    case K::ValCfa:
-        return a.offset == b.offset;
-    case K::AtReg:
-    case K::ValReg:
-        return a.reg == b.reg && a.offset == b.offset;
-    }
-    return false;
-}
-
-} // namespace
 
 std::vector<Difference> compare(const CfiRow& cfi, const Row& sframe, const Abi& abi) {
     std::vector<Difference> out;

@@ -13,22 +13,6 @@
 namespace sfunwind::check {
 namespace {
 
-bool same_rule(const RegRule& a, const RegRule& b) {
-    if (a.kind != b.kind) return false;
-    switch (a.kind) {
-    case RegRule::Kind::Undefined:
-    case RegRule::Kind::SameValue:
-        return true;
-    case RegRule::Kind::AtCfa:
-    case RegRule::Kind::ValCfa:
-        return a.offset == b.offset;
-    case RegRule::Kind::AtReg:
-    case RegRule::Kind::ValReg:
-        return a.reg == b.reg && a.offset == b.offset;
-    }
-    return false;
-}
-
 std::string name_at(const elf::ElfFile& file, std::uint64_t pc) {
     if (const elf::Symbol* s = file.symbol_for(pc)) return s->name;
     return to_hex(pc);

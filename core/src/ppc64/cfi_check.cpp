@@ -18,22 +18,6 @@ bool same_cfa(const CfaRule& a, const CfaRule& b) {
     return a.reg == b.reg && a.offset == b.offset && a.deref == b.deref;
 }
 
-bool same_rule(const RegRule& a, const RegRule& b) {
-    if (a.kind != b.kind) return false;
-    switch (a.kind) {
-    case RegRule::Kind::Undefined:
-    case RegRule::Kind::SameValue:
-        return true;
-    case RegRule::Kind::AtCfa:
-    case RegRule::Kind::ValCfa:
-        return a.offset == b.offset;
-    case RegRule::Kind::AtReg:
-    case RegRule::Kind::ValReg:
-        return a.reg == b.reg && a.offset == b.offset;
-    }
-    return false;
-}
-
 // "In a register": CFI same_value, or register(R) (ValReg R+0).
 bool in_register(const RegRule& r) {
     return r.kind == RegRule::Kind::SameValue || (r.kind == RegRule::Kind::ValReg && r.offset == 0);
