@@ -21,9 +21,10 @@ double percent(std::uint64_t part, std::uint64_t whole) {
 
 void print_text(const sfunwind::check::CalleeSavedReport& r, bool details) {
     const auto& c = r.counts;
-    std::printf("%s: %s, %llu functions, %llu instructions\n", r.file.c_str(), r.abi.c_str(),
-                static_cast<unsigned long long>(r.functions),
-                static_cast<unsigned long long>(r.instructions));
+    std::printf("%s: %s, %llu functions, %llu instructions (and %llu of padding no path runs)\n",
+                r.file.c_str(), r.abi.c_str(), static_cast<unsigned long long>(r.functions),
+                static_cast<unsigned long long>(r.instructions),
+                static_cast<unsigned long long>(r.padding_instructions));
     std::printf("  callee-saved rules compared with CFI: %llu (instruction, register) pairs\n",
                 static_cast<unsigned long long>(c.compared));
     std::printf("    equal       %10llu\n", static_cast<unsigned long long>(c.equal));
@@ -61,6 +62,7 @@ nlohmann::json to_json(const sfunwind::check::CalleeSavedReport& r) {
     j["abi"] = r.abi;
     j["functions"] = r.functions;
     j["instructions"] = r.instructions;
+    j["padding_instructions"] = r.padding_instructions;
     j["compared"] = c.compared;
     j["equal"] = c.equal;
     j["equivalent"] = c.equivalent;

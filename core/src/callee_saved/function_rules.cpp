@@ -395,8 +395,10 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
         if (out.changes_.empty() || out.changes_.back().rule != c.rule ||
             out.changes_.back().slot != c.slot)
             out.changes_.push_back(c);
+        if (insns[k].padding && !s.reached) out.never_run_.push_back(insns[k].address);
     }
     out.changes_.shrink_to_fit();
+    out.never_run_.shrink_to_fit();
     out.starts_.shrink_to_fit();
     return out;
 }
@@ -440,7 +442,12 @@ RegRule FunctionRules::at(std::uint64_t pc, std::uint16_t reg) const {
 }
 
 std::size_t FunctionRules::memory_bytes() const noexcept {
-    return changes_.capacity() * sizeof(Change) + starts_.capacity() * sizeof(std::uint64_t);
+    return changes_.capacity() * sizeof(Change) +
+           (starts_.capacity() + never_run_.capacity()) * sizeof(std::uint64_t);
+}
+
+bool FunctionRules::never_run(std::uint64_t pc) const noexcept {
+    return std::binary_search(never_run_.begin(), never_run_.end(), pc);
 }
 
 } // namespace sfunwind::callee_saved

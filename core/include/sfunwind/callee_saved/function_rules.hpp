@@ -111,6 +111,9 @@ class FunctionRules {
     std::uint64_t start() const noexcept { return start_; }
     // The start of each decoded instruction, in order.
     const std::vector<std::uint64_t>& instruction_starts() const noexcept { return starts_; }
+    // Whether the instruction at `pc` is alignment padding (nop, int3) no
+    // path runs: it is never a frame's pc, and has no rules.
+    bool never_run(std::uint64_t pc) const noexcept;
     const Stats& stats() const noexcept { return stats_; }
     // Heap bytes this analysis keeps (the rule table and instruction starts).
     std::size_t memory_bytes() const noexcept;
@@ -133,6 +136,7 @@ class FunctionRules {
     std::span<const std::uint16_t> registers_;
     std::vector<Change> changes_; // where the rules change, by pc
     std::vector<std::uint64_t> starts_;
+    std::vector<std::uint64_t> never_run_; // sorted
     Stats stats_;
 };
 

@@ -13,7 +13,8 @@
 //   unknown   the analysis declined (unwinders say "not saved")
 //   wrong     the analysis gave a rule the CFI does not: a debugger would
 //             show a value the CFI would not
-// CFI rules without a Row form (DWARF expressions) are not compared.
+// CFI rules without a Row form (DWARF expressions) are not compared, nor is
+// alignment padding that no path runs (it is never a frame's pc).
 #pragma once
 
 #include "sfunwind/cfi/cfi_table.hpp"
@@ -55,8 +56,9 @@ struct CalleeSavedDeclined {
 struct CalleeSavedReport {
     std::string file;
     std::string abi;
-    std::uint64_t functions = 0;    // analysed (SFrame FDE and CFI)
-    std::uint64_t instructions = 0; // compared
+    std::uint64_t functions = 0;            // analysed (SFrame FDE and CFI)
+    std::uint64_t instructions = 0;         // compared
+    std::uint64_t padding_instructions = 0; // alignment padding no path runs: not compared
     CalleeSavedCounts counts;
     std::vector<CalleeSavedWrong> wrong;       // the first `max_listed`
     std::vector<CalleeSavedDeclined> declined; // the first `max_listed`
