@@ -85,7 +85,8 @@ Expected<std::int32_t> ModuleTable::open_file(const std::string& path) {
             [rows](std::uint64_t pc) -> std::optional<Row> {
                 auto r = rows->lookup(pc);
                 return r ? std::optional<Row>(*r) : std::nullopt;
-            });
+            },
+            callee_saved::CodeFacts{file->has_section(".gcc_except_table")});
         if (analysis->supported()) m.callee_saved = std::move(analysis);
     }
     return add(std::move(m));

@@ -257,7 +257,8 @@ std::int32_t encode_rule(const State& s, std::size_t i) {
 
 Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t start,
                                                std::span<const std::uint8_t> code,
-                                               const RowAt& rows, const Limits& limits) {
+                                               const RowAt& rows, const Limits& limits,
+                                               const CodeFacts& facts) {
     if (abi.arch != Arch::X86_64)
         return Error(Errc::Unsupported,
                      "callee-saved registers are recovered from x86-64 code only, not " +
@@ -321,7 +322,8 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
             work.push_back(to);
         }
     };
-    // States at calls and indirect jumps: where unreached code is entered from.
+    // States at indirect jumps (and calls, for landing pads): where
+    // unreached code is entered from.
     State body;
     auto run = [&]() -> bool {
         while (!work.empty()) {
@@ -332,7 +334,8 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
             State s = before[k];
             if (row_of[k]) anchor(s, *row_of[k], abi, out.stats_);
             const Instruction& in = insns[k];
-            if (in.flow == Flow::Call || in.flow == Flow::Indirect) body = meet(body, s);
+            if (in.flow == Flow::Indirect || (facts.landing_pads && in.flow == Flow::Call))
+                body = meet(body, s);
             transfer(s, in);
             const bool next =
                 in.flow == Flow::Next || in.flow == Flow::Branch || in.flow == Flow::Call;

@@ -8,8 +8,9 @@
 
 namespace sfunwind::callee_saved {
 
-ModuleRules::ModuleRules(const Abi& abi, CodeAt code, RowAt rows, std::size_t max_functions)
-    : abi_(&abi), code_(std::move(code)), rows_(std::move(rows)),
+ModuleRules::ModuleRules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts,
+                         std::size_t max_functions)
+    : abi_(&abi), code_(std::move(code)), rows_(std::move(rows)), facts_(facts),
       max_functions_(std::max<std::size_t>(max_functions, 1)) {}
 
 const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t size) {
@@ -23,7 +24,7 @@ const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t si
     }
     std::unique_ptr<FunctionRules> made;
     if (auto bytes = code_(start, size)) {
-        if (auto rules = FunctionRules::analyse(*abi_, start, *bytes, rows_)) {
+        if (auto rules = FunctionRules::analyse(*abi_, start, *bytes, rows_, {}, facts_)) {
             made = std::make_unique<FunctionRules>(std::move(*rules));
             memory_ += made->memory_bytes();
         }

@@ -42,6 +42,8 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
         return *r;
     };
 
+    // A file without .gcc_except_table has no exception landing pads.
+    const callee_saved::CodeFacts facts{file.has_section(".gcc_except_table")};
     const std::uint32_t n = section->fde_count();
     std::array<RegRule, callee_saved::FunctionRules::max_registers> got{};
     for (std::uint32_t i = 0; i < n; ++i) {
@@ -61,7 +63,7 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
             declined("its code is not in the file");
             continue;
         }
-        auto rules = callee_saved::FunctionRules::analyse(abi, fde->start, *bytes, rows);
+        auto rules = callee_saved::FunctionRules::analyse(abi, fde->start, *bytes, rows, {}, facts);
         if (!rules) {
             declined(rules.error().message());
             continue;

@@ -16,8 +16,9 @@
 //    inside the function; a call returns to the next instruction; `ret`, a
 //    jump out of the function (a tail call) and an indirect jump end a path.
 //    Code no path reaches (jump-table cases, exception landing pads) starts
-//    from the meet of the states at the function's calls and indirect jumps,
-//    the only places such code is entered from.
+//    from the meet of the states at the function's indirect jumps and, where
+//    the file may have landing pads (CodeFacts), its calls: the only places
+//    such code is entered from.
 //  - The stack pointer: pushes, pops, `sub`/`add`/`lea` of constants, `mov
 //    rsp, rbp` and `leave` with a known frame pointer; anything else makes it
 //    unknown. The SFrame row that covers each instruction is the anchor: a
@@ -72,6 +73,14 @@ struct Limits {
     std::uint64_t max_visits = 4U << 20; // instruction visits in the pass
 };
 
+// What the file tells about how code no path reaches is entered.
+struct CodeFacts {
+    // Exception landing pads may exist (the file has .gcc_except_table, or
+    // it is not known): code no path reaches may then be entered from any
+    // call (with that call's state), not only from indirect jumps.
+    bool landing_pads = true;
+};
+
 // How far the pass got, per function.
 struct Stats {
     std::uint32_t instructions = 0;     // decoded
@@ -88,7 +97,7 @@ class FunctionRules {
     // than x86-64, and when a limit (Limits) is reached.
     static Expected<FunctionRules> analyse(const Abi& abi, std::uint64_t start,
                                            std::span<const std::uint8_t> code, const RowAt& rows,
-                                           const Limits& limits = {});
+                                           const Limits& limits = {}, const CodeFacts& facts = {});
 
     // The registers ruled on, in this order (untracked_callee_saved(abi)).
     std::span<const std::uint16_t> registers() const noexcept { return registers_; }

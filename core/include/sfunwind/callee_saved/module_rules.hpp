@@ -25,7 +25,8 @@ using CodeAt = std::function<std::optional<std::span<const std::uint8_t>>(std::u
 class ModuleRules {
   public:
     // `rows` gives the module's rows at link-time PCs.
-    ModuleRules(const Abi& abi, CodeAt code, RowAt rows, std::size_t max_functions = 4096);
+    ModuleRules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts = {},
+                std::size_t max_functions = 4096);
 
     // Whether the analysis covers this ABI at all.
     bool supported() const noexcept { return abi_->arch == Arch::X86_64; }
@@ -41,6 +42,7 @@ class ModuleRules {
     const Abi* abi_;
     CodeAt code_;
     RowAt rows_;
+    CodeFacts facts_;
     std::size_t max_functions_;
     std::unordered_map<std::uint64_t, std::unique_ptr<FunctionRules>> cache_;
     std::size_t memory_ = 0;
