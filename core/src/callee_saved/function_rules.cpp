@@ -22,9 +22,6 @@ struct State {
     bool reached = false;
     bool sp_known = false;
     bool fp_known = false;
-    // rbp holds a frame address (set from rsp, or a row's CFA is rbp-based),
-    // not a general value: stores through it may reach the save slots.
-    bool fp_is_frame = false;
     std::int64_t sp = 0;
     std::int64_t fp = 0;
     std::uint32_t intact = 0;     // bit i: register i holds its caller's value
@@ -46,7 +43,6 @@ State meet(const State& a, const State& b) {
     State m = a;
     m.sp_known = a.sp_known && b.sp_known && a.sp == b.sp;
     m.fp_known = a.fp_known && b.fp_known && a.fp == b.fp;
-    m.fp_is_frame = a.fp_is_frame || b.fp_is_frame;
     m.intact = a.intact & b.intact;
     m.slot_valid = 0;
     for (std::size_t i = 0; i < m.slot.size(); ++i) {
@@ -108,7 +104,6 @@ void anchor(State& s, const Row& row, const Abi& abi, Stats& stats) {
             ++stats.anchor_conflicts;
         }
         s.fp_known = true;
-        s.fp_is_frame = true;
         s.fp = row.cfa.offset;
     }
 }
@@ -134,11 +129,14 @@ void invalidate(State& s, std::int64_t begin, std::int64_t size) {
 void transfer(State& s, const Instruction& in) {
     // Memory written. A call's callee uses the stack below SP: every slot
     // there is gone.
-    // Stores through other registers, through rbp when it is not a frame
-    // pointer, and indexed ones (arrays in the frame) are taken not to reach
-    // the register save area, as the psABI frame layout implies.
+    // Stores through other registers, through rbp at an offset the count
+    // does not know (rbp as a pointer: the SFrame rows would anchor it where
+    // it is the CFA's base), and indexed ones (arrays in the frame) are
+    // taken not to reach the register save area, as the psABI frame layout
+    // implies. rsp always points into the frame: a store through it at an
+    // unknown offset may reach any slot.
     const bool may_reach_slots =
-        in.store_base == Base::Sp || (in.store_base == Base::Fp && s.fp_is_frame);
+        in.store_base == Base::Sp || (in.store_base == Base::Fp && s.fp_known);
     if (may_reach_slots) {
         const auto at = cfa_relative(s, in.store_base, in.store_disp);
         if (at) {
@@ -185,13 +183,11 @@ void transfer(State& s, const Instruction& in) {
         break;
     case FpEffect::FromSp:
         // rbp = rsp + d: CFA = rbp + (sp - d).
-        s.fp_is_frame = true;
         s.fp_known = s.sp_known;
         s.fp = s.sp - in.fp_delta;
         break;
     case FpEffect::Unknown:
         s.fp_known = false;
-        s.fp_is_frame = false;
         break;
     }
     switch (in.sp) {

@@ -27,9 +27,11 @@
 //    path to unknown. A disagreement is never resolved by a guess.
 //  - Saves: a push, or an 8-byte store relative to SP or FP, of a register
 //    that still holds its caller's value gives its slot (CFA-relative). A
-//    slot stays valid until a store overlaps it, or a call clobbers the
-//    stack below SP. Stores through other registers are taken not to reach
-//    the register save area, as the psABI's frame layout implies.
+//    slot stays valid until a store overlaps it, a store through SP at an
+//    offset the count does not know, or a call clobbering the stack below
+//    SP. Stores through other registers, through rbp at an unknown offset
+//    (rbp used as a pointer), and indexed stores (arrays) are taken not to
+//    reach the register save area, as the psABI's frame layout implies.
 //  - Restores: a pop or 8-byte load from the register's own valid slot gives
 //    the caller's value back; any other write (Capstone's register access
 //    lists, so sub-registers and implicit writes count) loses it.
