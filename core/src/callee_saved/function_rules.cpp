@@ -260,7 +260,8 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
                      "callee-saved registers are recovered from x86-64 code only, not " +
                          std::string(abi.name),
                      Address{start});
-    if (code.size() > limits.max_bytes)
+    // Offsets are kept in 32 bits, whatever the limit asks.
+    if (code.size() > limits.max_bytes || code.size() > std::numeric_limits<std::uint32_t>::max())
         return Error(Errc::Unsupported,
                      "function at " + to_hex(start) + " has " + std::to_string(code.size()) +
                          " bytes of code, more than the analysis limit of " +
@@ -280,14 +281,16 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
         insns.empty() ? start : insns.back().address + insns.back().size;
     out.stats_.undecoded_bytes = static_cast<std::uint32_t>(out.end_ - decoded_end);
     out.decoded_end_ = decoded_end;
-    out.starts_.reserve(insns.size());
+    out.offsets_.reserve(insns.size());
     for (const auto& in : insns)
-        out.starts_.push_back(in.address);
+        out.offsets_.push_back(static_cast<std::uint32_t>(in.address - start));
 
     auto index_of = [&](std::uint64_t pc) -> std::optional<std::size_t> {
-        auto it = std::lower_bound(out.starts_.begin(), out.starts_.end(), pc);
-        if (it == out.starts_.end() || *it != pc) return std::nullopt;
-        return static_cast<std::size_t>(it - out.starts_.begin());
+        if (pc < start || pc - start >= code.size()) return std::nullopt;
+        const auto offset = static_cast<std::uint32_t>(pc - start);
+        auto it = std::lower_bound(out.offsets_.begin(), out.offsets_.end(), offset);
+        if (it == out.offsets_.end() || *it != offset) return std::nullopt;
+        return static_cast<std::size_t>(it - out.offsets_.begin());
     };
 
     std::vector<std::optional<Row>> row_of(insns.size());
@@ -381,43 +384,47 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     out.stats_.unreached = seeds;
 
     // The rule table: a change point wherever a rule changes.
+    out.stride_ = nregs;
+    std::vector<std::int32_t> codes(2 * nregs);
     for (std::size_t k = 0; k < insns.size(); ++k) {
         State s = before[k];
         if (s.reached && row_of[k]) anchor(s, *row_of[k], abi, out.stats_);
-        Change c{insns[k].address, {}, {}};
-        c.rule.fill(unknown);
-        c.slot.fill(unknown);
         for (std::size_t i = 0; i < nregs; ++i) {
-            c.rule[i] = encode_rule(s, i);
-            c.slot[i] = encode_second(s, i);
+            codes[i] = encode_rule(s, i);
+            codes[nregs + i] = encode_second(s, i);
         }
-        if (out.changes_.empty() || out.changes_.back().rule != c.rule ||
-            out.changes_.back().slot != c.slot)
-            out.changes_.push_back(c);
-        if (insns[k].padding && !s.reached) out.never_run_.push_back(insns[k].address);
+        const bool same_as_last =
+            !out.change_offsets_.empty() &&
+            std::equal(codes.begin(), codes.end(),
+                       out.change_codes_.end() - static_cast<std::ptrdiff_t>(2 * nregs));
+        if (!same_as_last) {
+            out.change_offsets_.push_back(out.offsets_[k]);
+            out.change_codes_.insert(out.change_codes_.end(), codes.begin(), codes.end());
+        }
+        if (insns[k].padding && !s.reached) out.never_run_.push_back(out.offsets_[k]);
     }
-    out.changes_.shrink_to_fit();
+    out.change_offsets_.shrink_to_fit();
+    out.change_codes_.shrink_to_fit();
     out.never_run_.shrink_to_fit();
-    out.starts_.shrink_to_fit();
     return out;
 }
 
-const FunctionRules::Change* FunctionRules::change_at(std::uint64_t pc) const {
-    if (pc < start_ || pc >= decoded_end_ || changes_.empty()) return nullptr;
-    auto it = std::upper_bound(changes_.begin(), changes_.end(), pc,
-                               [](std::uint64_t p, const Change& c) { return p < c.pc; });
-    if (it == changes_.begin()) return nullptr;
-    return &*std::prev(it);
+std::optional<std::size_t> FunctionRules::change_at(std::uint64_t pc) const {
+    if (pc < start_ || pc >= decoded_end_ || change_offsets_.empty()) return std::nullopt;
+    const auto offset = static_cast<std::uint32_t>(pc - start_);
+    auto it = std::upper_bound(change_offsets_.begin(), change_offsets_.end(), offset);
+    if (it == change_offsets_.begin()) return std::nullopt;
+    return static_cast<std::size_t>(std::prev(it) - change_offsets_.begin());
 }
 
 void FunctionRules::at(std::uint64_t pc, std::span<RegRule> out) const {
     for (auto& r : out)
         r = RegRule::undefined();
-    const Change* c = change_at(pc);
-    if (c == nullptr) return;
-    const std::size_t n = std::min(out.size(), registers_.size());
+    const auto c = change_at(pc);
+    if (!c) return;
+    const std::size_t n = std::min(out.size(), stride_);
     for (std::size_t i = 0; i < n; ++i) {
-        const std::int32_t code = c->rule[i];
+        const std::int32_t code = change_codes_[*c * 2 * stride_ + i];
         if (code == unknown) continue;
         out[i] =
             code == same_value ? RegRule::same_value(RegRule::Source::Fre) : RegRule::at_cfa(code);
@@ -425,10 +432,19 @@ void FunctionRules::at(std::uint64_t pc, std::span<RegRule> out) const {
 }
 
 std::optional<std::int32_t> FunctionRules::slot_at(std::uint64_t pc, std::size_t index) const {
-    const Change* c = change_at(pc);
-    if (c == nullptr || index >= registers_.size() || c->slot[index] == unknown)
-        return std::nullopt;
-    return c->slot[index];
+    const auto c = change_at(pc);
+    if (!c || index >= stride_) return std::nullopt;
+    const std::int32_t code = change_codes_[*c * 2 * stride_ + stride_ + index];
+    if (code == unknown) return std::nullopt;
+    return code;
+}
+
+std::vector<std::uint64_t> FunctionRules::instruction_starts() const {
+    std::vector<std::uint64_t> out;
+    out.reserve(offsets_.size());
+    for (const std::uint32_t o : offsets_)
+        out.push_back(start_ + o);
+    return out;
 }
 
 RegRule FunctionRules::at(std::uint64_t pc, std::uint16_t reg) const {
@@ -441,12 +457,15 @@ RegRule FunctionRules::at(std::uint64_t pc, std::uint16_t reg) const {
 }
 
 std::size_t FunctionRules::memory_bytes() const noexcept {
-    return changes_.capacity() * sizeof(Change) +
-           (starts_.capacity() + never_run_.capacity()) * sizeof(std::uint64_t);
+    return (change_offsets_.capacity() + offsets_.capacity() + never_run_.capacity()) *
+               sizeof(std::uint32_t) +
+           change_codes_.capacity() * sizeof(std::int32_t);
 }
 
 bool FunctionRules::never_run(std::uint64_t pc) const noexcept {
-    return std::binary_search(never_run_.begin(), never_run_.end(), pc);
+    if (pc < start_ || pc - start_ >= end_ - start_) return false;
+    return std::binary_search(never_run_.begin(), never_run_.end(),
+                              static_cast<std::uint32_t>(pc - start_));
 }
 
 } // namespace sfunwind::callee_saved

@@ -121,7 +121,7 @@ class FunctionRules {
 
     std::uint64_t start() const noexcept { return start_; }
     // The start of each decoded instruction, in order.
-    const std::vector<std::uint64_t>& instruction_starts() const noexcept { return starts_; }
+    std::vector<std::uint64_t> instruction_starts() const;
     // Whether the instruction at `pc` is alignment padding (nop, int3) no
     // path runs: it is never a frame's pc, and has no rules.
     bool never_run(std::uint64_t pc) const noexcept;
@@ -135,19 +135,19 @@ class FunctionRules {
     static constexpr std::size_t max_registers = 20;
 
   private:
-    struct Change {
-        std::uint64_t pc;
-        std::array<std::int32_t, max_registers> rule;
-        std::array<std::int32_t, max_registers> slot;
-    };
-    const Change* change_at(std::uint64_t pc) const;
+    std::optional<std::size_t> change_at(std::uint64_t pc) const;
     std::uint64_t start_ = 0;
     std::uint64_t end_ = 0;
     std::uint64_t decoded_end_ = 0;
     std::span<const std::uint16_t> registers_;
-    std::vector<Change> changes_; // where the rules change, by pc
-    std::vector<std::uint64_t> starts_;
-    std::vector<std::uint64_t> never_run_; // sorted
+    // Where the rules change (offsets from start_, analyse() caps a function
+    // below 4 GiB), and per change `stride_` rules then `stride_` slots
+    // (stride_ = registers().size()): about 8 bytes a register per change.
+    std::size_t stride_ = 0;
+    std::vector<std::uint32_t> change_offsets_;
+    std::vector<std::int32_t> change_codes_;
+    std::vector<std::uint32_t> offsets_;   // instruction starts
+    std::vector<std::uint32_t> never_run_; // offsets, sorted
     Stats stats_;
 };
 
