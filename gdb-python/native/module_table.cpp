@@ -86,7 +86,7 @@ Expected<std::int32_t> ModuleTable::open_file(const std::string& path) {
                 auto r = rows->lookup(pc);
                 return r ? std::optional<Row>(*r) : std::nullopt;
             },
-            callee_saved::CodeFacts{file->has_section(".gcc_except_table")});
+            callee_saved::CodeFacts{file->has_section(".gcc_except_table"), {}});
         if (analysis->supported()) m.callee_saved = std::move(analysis);
     }
     return add(std::move(m));

@@ -4,6 +4,7 @@
 // and large program of every writer checked against its CFI (0 wrong).
 #include "catch.hpp"
 #include "sfunwind/callee_saved/function_rules.hpp"
+#include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/check/callee_saved_check.hpp"
 #include "sfunwind/elf/elf_file.hpp"
 #include "support.hpp"
@@ -203,4 +204,57 @@ TEST_CASE("callee-saved: 0 wrong against CFI on SQLite (GCC 16 + gas 2.47, clang
             static_cast<double>(report->counts.compared);
         CHECK(coverage >= floor);
     }
+}
+
+TEST_CASE("callee-saved: a call to a function that never returns has no fall-through",
+          "[callee_saved]") {
+    // 0: sub rsp, 0x18; 4: test edi, edi; 6: je 0x13; 8: mov [rsp], rbx;
+    // c: xor ebx, ebx; e: call 0x3100 (ud2 only); 13: add rsp, 0x18; 17: ret
+    const std::vector<std::uint8_t> code = {0x48, 0x83, 0xec, 0x18, 0x85, 0xff, 0x74, 0x0b,
+                                            0x48, 0x89, 0x1c, 0x24, 0x31, 0xdb, 0xe8, 0xed,
+                                            0x00, 0x00, 0x00, 0x48, 0x83, 0xc4, 0x18, 0xc3};
+    const std::vector<std::uint8_t> aborts = {0x0f, 0x0b}; // ud2
+    const auto rows = [](std::uint64_t pc) -> std::optional<Row> {
+        Row r;
+        r.ra = RegRule::at_cfa(-8);
+        if (pc >= 0x3100 && pc < 0x3102) {
+            r.func_start = 0x3100;
+            r.func_size = 2;
+            r.cfa = CfaRule{abi_amd64().sp_reg, 8, false};
+            return r;
+        }
+        if (pc < 0x3000 || pc >= 0x3018) return std::nullopt;
+        r.func_start = 0x3000;
+        r.func_size = 0x18;
+        const bool framed = pc >= 0x3004 && pc < 0x3017;
+        r.cfa = CfaRule{abi_amd64().sp_reg, framed ? 32 : 8, false};
+        return r;
+    };
+    const callee_saved::CodeAt code_at =
+        [&](std::uint64_t vaddr,
+            std::uint64_t size) -> std::optional<std::span<const std::uint8_t>> {
+        if (vaddr == 0x3100 && size == aborts.size()) return std::span(aborts);
+        if (vaddr == 0x3000 && size == code.size()) return std::span(code);
+        return std::nullopt;
+    };
+    CHECK(callee_saved::never_returns(abi_amd64(), code_at, rows, 0x3100));
+    CHECK_FALSE(callee_saved::never_returns(abi_amd64(), code_at, rows, 0x3000)); // it has a ret
+
+    // Known not to return: the block after the call is reached from the je
+    // only, where rbx was never written.
+    callee_saved::CodeFacts facts;
+    facts.never_returns = [](std::uint64_t target) { return target == 0x3100; };
+    auto f = FunctionRules::analyse(abi_amd64(), 0x3000, code, rows, {}, facts);
+    REQUIRE(f);
+    CHECK(f->at(0x3013, rbx) == RegRule::same_value(RegRule::Source::Fre));
+    // Not known: the call's fall-through joins with rbx written and its slot
+    // saved on one path only.
+    auto g = FunctionRules::analyse(abi_amd64(), 0x3000, code, rows);
+    REQUIRE(g);
+    CHECK(g->at(0x3013, rbx).kind == RegRule::Kind::Undefined);
+    // Through the module: the same, found by itself.
+    callee_saved::ModuleRules module(abi_amd64(), code_at, rows);
+    const FunctionRules* m = module.function(0x3000, 0x18);
+    REQUIRE(m != nullptr);
+    CHECK(m->at(0x3013, rbx) == RegRule::same_value(RegRule::Source::Fre));
 }

@@ -336,8 +336,10 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
             if (in.flow == Flow::Indirect || (facts.landing_pads && in.flow == Flow::Call))
                 body = meet(body, s);
             transfer(s, in);
-            const bool next =
-                in.flow == Flow::Next || in.flow == Flow::Branch || in.flow == Flow::Call;
+            const bool returning_call =
+                in.flow == Flow::Call &&
+                !(in.direct_call && facts.never_returns && facts.never_returns(in.target));
+            const bool next = in.flow == Flow::Next || in.flow == Flow::Branch || returning_call;
             if (next && k + 1 < insns.size()) propagate(k + 1, s);
             if (in.flow == Flow::Jump || in.flow == Flow::Branch)
                 if (auto t = index_of(in.target)) propagate(*t, s);

@@ -2,6 +2,7 @@
 #include "sfunwind/callee_saved/module_rules.hpp"
 
 #include "sfunwind/bytes.hpp"
+#include "x86_64_decoder.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +11,7 @@ namespace sfunwind::callee_saved {
 
 ModuleRules::ModuleRules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts,
                          std::size_t max_functions)
-    : abi_(&abi), code_(std::move(code)), rows_(std::move(rows)), facts_(facts),
+    : abi_(&abi), code_(std::move(code)), rows_(std::move(rows)), facts_(std::move(facts)),
       max_functions_(std::max<std::size_t>(max_functions, 1)) {}
 
 const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t size) {
@@ -20,16 +21,45 @@ const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t si
     // of one is cheap to redo.
     if (cache_.size() >= max_functions_) {
         cache_.clear();
+        never_returns_.clear();
         memory_ = 0;
     }
     std::unique_ptr<FunctionRules> made;
+    CodeFacts facts = facts_;
+    if (!facts.never_returns)
+        facts.never_returns = [this](std::uint64_t target) {
+            auto it = never_returns_.find(target);
+            if (it == never_returns_.end())
+                it = never_returns_.emplace(target, never_returns(*abi_, code_, rows_, target))
+                         .first;
+            return it->second;
+        };
     if (auto bytes = code_(start, size)) {
-        if (auto rules = FunctionRules::analyse(*abi_, start, *bytes, rows_, {}, facts_)) {
+        if (auto rules = FunctionRules::analyse(*abi_, start, *bytes, rows_, {}, facts)) {
             made = std::make_unique<FunctionRules>(std::move(*rules));
             memory_ += made->memory_bytes();
         }
     }
     return cache_.emplace(start, std::move(made)).first->second.get();
+}
+
+bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
+    if (abi.arch != Arch::X86_64) return false;
+    const auto row = rows(target);
+    if (!row || row->func_start != target || row->func_size == 0) return false;
+    const auto bytes = code(target, row->func_size);
+    if (!bytes) return false;
+    std::vector<detail::Instruction> insns;
+    if (!detail::decode_x86_64(target, *bytes, {}, insns) || insns.empty()) return false;
+    const std::uint64_t end = target + row->func_size;
+    // Undecoded bytes may hold a return.
+    if (insns.back().address + insns.back().size != end) return false;
+    for (const auto& in : insns) {
+        if (in.returns || in.flow == detail::Flow::Indirect) return false;
+        const bool jumps = in.flow == detail::Flow::Jump || in.flow == detail::Flow::Branch;
+        if (jumps && (in.target < target || in.target >= end)) return false;
+    }
+    return true;
 }
 
 std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::uint64_t cfa,

@@ -221,10 +221,15 @@ class Reducer {
         // jump, and is not reached that way.
         if (ret || insn.id == X86_INS_UD2 || insn.id == X86_INS_HLT || insn.id == X86_INS_UD0) {
             out.flow = Flow::Stop;
+            out.returns = ret;
             return;
         }
         if (call) {
             out.flow = Flow::Call;
+            if (x.op_count == 1 && x.operands[0].type == X86_OP_IMM) {
+                out.direct_call = true;
+                out.target = static_cast<std::uint64_t>(x.operands[0].imm);
+            }
             return;
         }
         if (!jump) return;

@@ -49,7 +49,9 @@ struct Instruction {
     std::uint64_t address = 0;
     std::uint8_t size = 0;
     Flow flow = Flow::Next;
-    std::uint64_t target = 0; // Jump, Branch
+    std::uint64_t target = 0; // Jump, Branch, and a direct Call
+    bool direct_call = false; // a Call to `target`
+    bool returns = false;     // ret, iret: leaves the function to its caller
     bool padding = false;     // nop or int3: what assemblers align code with
 
     SpEffect sp = SpEffect::None;

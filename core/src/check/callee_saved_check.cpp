@@ -2,6 +2,7 @@
 #include "sfunwind/check/callee_saved_check.hpp"
 
 #include "sfunwind/callee_saved/function_rules.hpp"
+#include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/row.hpp"
 #include "sfunwind/sframe/section.hpp"
 
@@ -9,6 +10,7 @@
 #include <array>
 #include <optional>
 #include <span>
+#include <unordered_map>
 
 namespace sfunwind::check {
 namespace {
@@ -43,7 +45,18 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
     };
 
     // A file without .gcc_except_table has no exception landing pads.
-    const callee_saved::CodeFacts facts{file.has_section(".gcc_except_table")};
+    callee_saved::CodeFacts facts{file.has_section(".gcc_except_table"), {}};
+    const callee_saved::CodeAt code = [&](std::uint64_t vaddr, std::uint64_t size) {
+        return file.loaded_bytes(vaddr, size);
+    };
+    std::unordered_map<std::uint64_t, bool> never_returns;
+    facts.never_returns = [&](std::uint64_t target) {
+        auto it = never_returns.find(target);
+        if (it == never_returns.end())
+            it = never_returns.emplace(target, callee_saved::never_returns(abi, code, rows, target))
+                     .first;
+        return it->second;
+    };
     const std::uint32_t n = section->fde_count();
     std::array<RegRule, callee_saved::FunctionRules::max_registers> got{};
     for (std::uint32_t i = 0; i < n; ++i) {

@@ -13,7 +13,8 @@
 // data-flow pass over the function's instructions (decoded with Capstone):
 //
 //  - Control flow: fall-through, direct jumps and conditional branches
-//    inside the function; a call returns to the next instruction; `ret`, a
+//    inside the function; a call returns to the next instruction unless its
+//    target never returns (CodeFacts::never_returns); `ret`, a
 //    jump out of the function (a tail call) and an indirect jump end a path.
 //    Code no path reaches (jump-table cases, exception landing pads) starts
 //    from the meet of the states at the function's indirect jumps and, where
@@ -81,6 +82,10 @@ struct CodeFacts {
     // it is not known): code no path reaches may then be entered from any
     // call (with that call's state), not only from indirect jumps.
     bool landing_pads = true;
+    // Whether the function at a call's target never returns (abort-like:
+    // module_rules.hpp never_returns()): such a call has no fall-through
+    // edge. Unset: every call returns.
+    std::function<bool(std::uint64_t target)> never_returns;
 };
 
 // How far the pass got, per function.

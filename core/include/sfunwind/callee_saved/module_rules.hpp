@@ -45,8 +45,16 @@ class ModuleRules {
     CodeFacts facts_;
     std::size_t max_functions_;
     std::unordered_map<std::uint64_t, std::unique_ptr<FunctionRules>> cache_;
+    std::unordered_map<std::uint64_t, bool> never_returns_; // by function start
     std::size_t memory_ = 0;
 };
+
+// Whether the function that starts at link-time `target` can never return
+// to its caller: its code (its SFrame FDE's range) decodes whole and has no
+// return, no indirect jump and no jump out of it (a tail call). A call to
+// it has no fall-through (GCC puts the next block right after a call to a
+// noreturn function). Anything not proven is "may return".
+bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target);
 
 // The caller's value of one callee-saved register in one frame.
 struct SavedRegister {
