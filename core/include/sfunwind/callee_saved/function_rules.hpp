@@ -111,6 +111,9 @@ class FunctionRules {
     std::uint64_t start() const noexcept { return start_; }
     // The start of each decoded instruction, in order.
     const std::vector<std::uint64_t>& instruction_starts() const noexcept { return starts_; }
+    // The end of the decoded code: from there to the function's end, at()
+    // gives Undefined for all.
+    std::uint64_t decoded_end() const noexcept { return decoded_end_; }
     const Stats& stats() const noexcept { return stats_; }
     // Heap bytes this analysis keeps (the rule table and instruction starts).
     std::size_t memory_bytes() const noexcept;
