@@ -173,13 +173,22 @@ def compare(plain, s, res, work, where, label, cfi, noeh, g, totals):
                     wrong.append("frame %d %s %s: %s, reference %s" % (k, pf[k].function, r, hex(got),
                                                                      hex(want) if want is not None else None))
             if g:
-                for v in f.GetVariables(True, True, False, True):
+                # Paired by position: a variable may have no name (clang's
+                # artificial ones), and the same program's DWARF lists them
+                # in the same order.
+                mine = list(f.GetVariables(True, True, False, True))
+                theirs = list(rframe.GetVariables(True, True, False, True))
+                if [v.GetName() for v in mine] != [v.GetName() for v in theirs]:
+                    wrong.append("frame %d %s: variables %s, reference %s" % (
+                        k, pf[k].function, [v.GetName() for v in mine], [v.GetName() for v in theirs]))
+                    continue
+                for v, rv in zip(mine, theirs):
                     got = flat(v)
                     if got is None:
                         hidden += 1
                         continue
                     shown += 1
-                    want = flat(rframe.FindVariable(v.GetName()))
+                    want = flat(rv)
                     if got != want:
                         wrong.append("frame %d %s variable %s = %s, reference %s" % (k, pf[k].function, v.GetName(),
                                                                                    got[:60], (want or "")[:60]))
