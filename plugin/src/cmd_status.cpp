@@ -48,6 +48,7 @@ class StatusCommand final : public Command {
             j.key("lldb").value(lldb::SBDebugger::GetVersionString());
             j.key("cache_dir").value(session_.coverage.cache_dir());
             j.key("coverage_enabled").value(session_.coverage.enabled());
+            j.key("callee_saved").value(session_.coverage.callee_saved());
             const ResponderStatus r = session_.coverage.responder_status();
             j.key("responder").begin_object();
             j.key("url").value(r.url).key("problem").value(r.problem);
@@ -86,6 +87,7 @@ class StatusCommand final : public Command {
                     j.key("debug_frame_bytes").value(c.cache.debug_frame_bytes);
                     j.key("functions").value(c.cache.functions);
                     j.key("symbols_added").value(c.cache.symbols_added);
+                    j.key("callee_saved_functions").value(c.cache.callee_saved_functions);
                     j.key("skipped_fdes").value(c.cache.skipped_fdes);
                     if (c.cache.skipped_fdes != 0)
                         j.key("first_skipped").value(c.cache.first_skipped);
@@ -103,6 +105,8 @@ class StatusCommand final : public Command {
         result.Printf("debug files: %s (%s), in target.debug-file-search-paths\n",
                       session_.coverage.cache_dir().c_str(),
                       session_.coverage.enabled() ? "on" : "off");
+        result.Printf("callee-saved registers (rbx, r12-r15) in generated files: %s\n",
+                      session_.coverage.callee_saved() ? "on" : "off");
         if (const ResponderStatus r = session_.coverage.responder_status(); !r.url.empty())
             result.Printf(
                 "debuginfod responder: %s (first in plugin.symbol-locator.debuginfod.server-urls), "

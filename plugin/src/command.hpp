@@ -43,6 +43,7 @@ lldb::SBCommandPluginInterface* make_dump_command(Session& s);
 lldb::SBCommandPluginInterface* make_status_command(Session& s);
 lldb::SBCommandPluginInterface* make_cover_command(Session& s);
 lldb::SBCommandPluginInterface* make_provider_command(Session& s);
+lldb::SBCommandPluginInterface* make_callee_saved_command(Session& s);
 
 // Whether the plugin's frame provider is registered for the target (LLDB 22+).
 bool provider_active(lldb::SBDebugger& debugger, lldb::SBTarget& target);

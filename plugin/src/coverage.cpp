@@ -193,13 +193,23 @@ void Coverage::set_cache_dir(lldb::SBDebugger& debugger, const std::string& dir)
     {
         // Holders of the old cache (the responder's thread) keep it alive.
         const std::lock_guard lock(mutex_);
+        const bool callee_saved = cache_->callee_saved();
         cache_ = std::make_shared<DebugFileCache>(dir);
+        cache_->set_callee_saved(callee_saved);
         old = std::exchange(search_dirs_, {dir});
     }
     // The cache moves: LLDB stops finding the files of the old one.
     for (const auto& d : old)
         if (d != dir) set_search_path(debugger, d, false);
     if (enabled()) set_search_path(debugger, dir, true);
+}
+
+bool Coverage::callee_saved() const {
+    return cache()->callee_saved();
+}
+
+void Coverage::set_callee_saved(bool on) {
+    cache()->set_callee_saved(on);
 }
 
 void Coverage::set_search_path(lldb::SBDebugger& debugger, const std::string& dir, bool present) {

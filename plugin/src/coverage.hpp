@@ -100,6 +100,12 @@ class Coverage {
     // directory instead of the old one.
     void set_cache_dir(lldb::SBDebugger& debugger, const std::string& dir);
 
+    // Whether the debug files generated from now on say where each function
+    // keeps rbx and r12-r15 (debug_file_cache.hpp). Modules LLDB loaded
+    // already keep the file they have.
+    bool callee_saved() const;
+    void set_callee_saved(bool on);
+
     // At plugin load: the search path, the responder and its URL in LLDB's
     // debuginfod settings, the stop hook (dummy target and every existing
     // target), and install() for the existing targets.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "debug_file_cache.hpp"
 
+#include "sfunwind/callee_saved/debug_frame_rules.hpp"
 #include "sfunwind/cfi/dwarf_writer.hpp"
 #include "sfunwind/elf/debug_file_writer.hpp"
 
@@ -19,7 +20,7 @@ namespace sfunwind::lldb_plugin {
 namespace {
 
 // Bump when the generated files change meaning, so old caches are redone.
-constexpr int generator_version = 1;
+constexpr int generator_version = 2;
 
 std::string env(const char* name) {
     const char* v = std::getenv(name);
@@ -37,11 +38,13 @@ std::uint64_t fnv1a(std::span<const std::uint8_t> bytes) {
     return h;
 }
 
-std::string stamp_text(std::span<const std::uint8_t> sframe, const std::string& base) {
+std::string stamp_text(std::span<const std::uint8_t> sframe, const std::string& base,
+                       bool callee_saved) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "sfunwind-lldb-debug-file %d %016llx %zu ", generator_version,
                   static_cast<unsigned long long>(fnv1a(sframe)), sframe.size());
     std::string s = buf;
+    s += callee_saved ? "callee-saved " : "no-callee-saved ";
     if (!base.empty()) {
         std::error_code ec;
         const auto size = std::filesystem::file_size(base, ec);
@@ -62,6 +65,20 @@ std::string temporary_name(const std::string& final_path) {
     static std::atomic<unsigned> counter{0};
     return final_path + ".tmp." + std::to_string(::getpid()) + "." +
            std::to_string(counter.fetch_add(1));
+}
+
+// The analysis of each function's instructions (x86-64), for the writer.
+// `file` outlives the writer's use: ensure() writes while it holds it.
+cfi::CalleeSavedRules callee_saved_rules(const elf::ModuleRows& file) {
+    const elf::ElfFile* elf = file.file.get();
+    const sframe::Section* section = file.sframe();
+    return callee_saved::debug_frame_rules(
+        section->abi(),
+        [elf](std::uint64_t vaddr, std::uint64_t size) { return elf->loaded_bytes(vaddr, size); },
+        [section](std::uint64_t pc) -> std::optional<Row> {
+            auto r = section->lookup(pc);
+            return r ? std::optional<Row>(*r) : std::nullopt;
+        });
 }
 
 } // namespace
@@ -100,7 +117,9 @@ Expected<CacheEntry> DebugFileCache::ensure(const elf::ModuleRows& file, const s
     entry.path = path_for(build_id_hex(*id));
     const std::span<const std::uint8_t> sframe_bytes = file.sframe()->view().bytes();
     entry.sframe_bytes = file.sframe()->used_size();
-    const std::string stamp = stamp_text(sframe_bytes, base);
+    // Read once: the setting may change on another thread meanwhile.
+    const bool callee_saved = callee_saved_ && file.sframe()->abi().arch == Arch::X86_64;
+    const std::string stamp = stamp_text(sframe_bytes, base, callee_saved);
     const std::string stamp_path = entry.path + ".stamp";
 
     const std::lock_guard lock(mutex_);
@@ -110,7 +129,9 @@ Expected<CacheEntry> DebugFileCache::ensure(const elf::ModuleRows& file, const s
         return entry;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    auto frame = cfi::write_debug_frame(*file.sframe());
+    cfi::DebugFrameOptions options;
+    if (callee_saved) options.callee_saved = callee_saved_rules(file);
+    auto frame = cfi::write_debug_frame(*file.sframe(), options);
     if (!frame)
         return Error(frame.error().code(), file.file->name() + ": " + frame.error().message());
     elf::DebugFileContents contents;
@@ -164,6 +185,8 @@ Expected<CacheEntry> DebugFileCache::ensure(const elf::ModuleRows& file, const s
     entry.debug_frame_bytes = frame->bytes.size();
     entry.functions = frame->functions.size();
     entry.symbols_added = written->added_functions;
+    for (const auto& fn : frame->functions)
+        entry.callee_saved_functions += fn.callee_saved_changes != 0 ? 1U : 0U;
     entry.skipped_fdes = frame->skipped.size();
     if (!frame->skipped.empty()) entry.first_skipped = frame->skipped.front().message();
     return entry;

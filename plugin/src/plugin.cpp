@@ -91,6 +91,15 @@ void register_commands(lldb::SBDebugger& debugger, Session& s) {
         "have "
         "no variables, and 'sframe compare' is refused while the provider is on.",
         "sframe provider [on | off | status]");
+    sframe.AddCommand(
+        "callee-saved", make_callee_saved_command(s),
+        "Whether the generated debug files say where each x86-64 function keeps its caller's rbx "
+        "and r12-r15, which SFrame has no rules for: 'on' (the default) takes them from the "
+        "analysis of each function's instructions, so that LLDB shows those registers and the "
+        "variables kept in them in caller frames; 'off' leaves them unavailable there. Applies to "
+        "modules LLDB loads from now on (a file made with the other setting is regenerated); "
+        "loaded modules keep their files.",
+        "sframe callee-saved [on | off | status]");
 }
 
 } // namespace sfunwind::lldb_plugin

@@ -9,6 +9,8 @@
 #                   of gas 2.40/2.44/2.47 and clang 23, the static ones)
 #   test_unwindplan LLDB's own bt on the -noeh fixtures with the generated
 #                   debug files, stripped programs, split and in-program DWARF
+#   test_callee_saved rbx and r12-r15 and variables in caller frames with and
+#                   without the callee-saved rules in the generated files
 #   test_cores      the same on gcore dumps
 #   test_qemu       aarch64 and s390x fixtures under qemu-user's gdbstub
 # and test_commands once more with the host's build of the plugin when there
@@ -34,7 +36,7 @@ cmake --build "$build" --target sfunwind_lldb -j "$jobs" || exit 1
 plugin="$build/plugin/libsfunwind_lldb.so"
 failed=0
 run() { echo; echo "--- \$*"; "\$@" || failed=\$((failed + 1)); }
-for suite in commands unwindplan cores qemu provider; do
+for suite in commands unwindplan callee_saved cores qemu provider; do
   run python3 tests/lldb/test_\$suite.py --chroot --plugin "\$plugin" --lldb lldb-23 --work "$build/work-\$suite"
 done
 run python3 tests/lldb/test_hostile.py --plugin "\$plugin" --lldb lldb-23 --work "$build/work-hostile"

@@ -682,6 +682,10 @@ def run(args, work, res):
     plain = H.Session(None, work)
     s = H.Session(args.plugin, work)
     print("LLDB: " + s.version)
+    # The files without the callee-saved rules, whose rbx and r12-r15 must be
+    # unavailable in caller frames (the setting is the plugin's, for every
+    # session); test_callee_saved.py checks them with the rules.
+    s.cmd("sframe callee-saved off")
 
     programs = [
         # (label, CFI build, SFrame-only build, args, finish)

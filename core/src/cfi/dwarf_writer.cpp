@@ -236,8 +236,16 @@ struct State {
     std::optional<RegRule> ra;
     std::optional<RegRule> fp;
     bool ra_signed = false;
-    std::uint64_t loc = 0; // offset from the function start
+    std::vector<std::optional<RegRule>> callee_saved; // untracked_callee_saved(abi) order
+    std::uint64_t loc = 0;                            // offset from the function start
 };
+
+// The kinds a CalleeSavedChange may hold; any other counts as unknown.
+RegRule callee_saved_rule(const RegRule& r) {
+    if (r.kind == RegRule::Kind::SameValue) return RegRule::same_value(RegRule::Source::Fre);
+    if (r.kind == RegRule::Kind::AtCfa) return RegRule::at_cfa(r.offset);
+    return RegRule::undefined();
+}
 
 void advance(Emitter& e, std::uint64_t delta) {
     // Code alignment factor 1: deltas are bytes.
@@ -316,11 +324,44 @@ class Writer {
         return offset;
     }
 
-    void emit_row(State& st, const Row& row, std::uint64_t at) {
+    void advance_to(State& st, std::uint64_t at) {
         if (at > st.loc) {
             advance(e_, at - st.loc);
             st.loc = at;
         }
+    }
+
+    // The callee-saved registers' rules from `at`: only those that differ
+    // from the rules in force (the CIE's, then the previous change's).
+    void emit_callee_saved(State& st, const CalleeSavedChange& change, std::uint64_t at) {
+        advance_to(st, at);
+        const auto regs = untracked_callee_saved(abi_);
+        for (std::size_t i = 0; i < regs.size() && i < change.rules.size(); ++i) {
+            const RegRule r = callee_saved_rule(change.rules[i]);
+            if (st.callee_saved[i] && same_rule(*st.callee_saved[i], r)) continue;
+            emit_register_rule(e_, regs[i], r);
+            st.callee_saved[i] = r;
+        }
+    }
+
+    // The callee-saved rule changes for one FDE that the writer can use: in
+    // the function, by increasing pc, one rule per register.
+    std::vector<CalleeSavedChange> callee_saved_changes(const sframe::Fde& fde, bool rows_only) {
+        if (!options_.callee_saved || rows_only || fde.pc_type == sframe::PcType::Mask) return {};
+        std::vector<CalleeSavedChange> changes = options_.callee_saved(fde.start, fde.size);
+        const std::size_t n = untracked_callee_saved(abi_).size();
+        // Anything else is a caller's mistake: the FDE keeps the CIE's rules.
+        for (std::size_t i = 0; i < changes.size(); ++i) {
+            const CalleeSavedChange& c = changes[i];
+            const bool inside = c.pc >= fde.start && c.pc - fde.start < fde.size;
+            const bool ordered = i == 0 || changes[i - 1].pc < c.pc;
+            if (!inside || !ordered || c.rules.size() != n) return {};
+        }
+        return changes;
+    }
+
+    void emit_row(State& st, const Row& row, std::uint64_t at) {
+        advance_to(st, at);
         if (!st.cfa || !same_cfa(*st.cfa, row.cfa)) {
             emit_cfa_rule(e_, st.cfa, row.cfa);
             st.cfa = row.cfa;
@@ -339,6 +380,37 @@ class Writer {
             e_.u8(DW_CFA_AARCH64_negate_ra_state);
             st.ra_signed = row.mangled_ra;
         }
+    }
+
+    // The SFrame rows and the callee-saved changes, in address order: a DWARF
+    // row starts at each of either (DWARF 5 section 6.4.1: a row holds until
+    // the next DW_CFA_advance_loc). Returns the number of rows.
+    std::uint32_t merge_rows(State& st, const std::vector<std::pair<std::uint64_t, Row>>& rows,
+                             const std::vector<CalleeSavedChange>& changes, std::uint64_t start) {
+        // The CIE's initial rules for the registers (DW_CFA_undefined, or
+        // nothing said: always written then).
+        st.callee_saved.assign(untracked_callee_saved(abi_).size(),
+                               options_.undefine_untracked_callee_saved
+                                   ? std::optional<RegRule>(RegRule::undefined())
+                                   : std::nullopt);
+        std::uint32_t written = 0;
+        std::size_t j = 0;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const std::uint64_t at = rows[i].first;
+            const std::uint64_t next = i + 1 < rows.size() ? rows[i + 1].first : UINT64_MAX;
+            // The last change at or before the row's start holds from there.
+            const CalleeSavedChange* pending = nullptr;
+            while (j < changes.size() && changes[j].pc - start <= at)
+                pending = &changes[j++];
+            emit_row(st, rows[i].second, at);
+            if (pending != nullptr) emit_callee_saved(st, *pending, at);
+            ++written;
+            for (; j < changes.size() && changes[j].pc - start < next; ++j) {
+                emit_callee_saved(st, changes[j], changes[j].pc - start);
+                ++written;
+            }
+        }
+        return written;
     }
 
     Status write_fde(const sframe::Fde& fde) {
@@ -397,9 +469,15 @@ class Writer {
         e_.u64(fde.size);
         if (z) e_.uleb(0); // augmentation data length
         State st;
-        for (const auto& [at, row] : rows)
-            emit_row(st, row, at);
-        fn.rows = static_cast<std::uint32_t>(rows.size());
+        const auto changes = callee_saved_changes(fde, fres->empty());
+        if (changes.empty()) {
+            for (const auto& [at, row] : rows)
+                emit_row(st, row, at);
+            fn.rows = static_cast<std::uint32_t>(rows.size());
+        } else {
+            fn.rows = merge_rows(st, rows, changes, fde.start);
+            fn.callee_saved_changes = static_cast<std::uint32_t>(changes.size());
+        }
         e_.pad_entry(start);
         e_.patch_u32(start, static_cast<std::uint32_t>(e_.size() - start - 4));
         out_.functions.push_back(fn);

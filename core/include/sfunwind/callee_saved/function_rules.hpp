@@ -130,6 +130,9 @@ class FunctionRules {
     // Whether the instruction at `pc` is alignment padding (nop, int3) no
     // path runs: it is never a frame's pc, and has no rules.
     bool never_run(std::uint64_t pc) const noexcept;
+    // The end of the decoded code: from there to the function's end, at()
+    // gives Undefined for all.
+    std::uint64_t decoded_end() const noexcept { return decoded_end_; }
     const Stats& stats() const noexcept { return stats_; }
     // Heap bytes this analysis keeps (the rule table and instruction starts).
     std::size_t memory_bytes() const noexcept;

@@ -21,33 +21,57 @@
 // reading its operands and misparses everything after it.
 //
 // Registers that the ABI says a callee preserves but SFrame does not track
-// (x86-64 rbx, r12-r15; ...) are DW_CFA_undefined in every row: a debugger
-// then reports them unavailable in caller frames instead of showing the
-// callee's (stale) values.
+// (x86-64 rbx, r12-r15; ...) are DW_CFA_undefined in the CIE: a debugger then
+// reports them unavailable in caller frames instead of showing the callee's
+// (stale) values. Where the caller supplies their rules for a function
+// (DebugFrameOptions::callee_saved, for example from the analysis of its
+// instructions), the FDE's rows are split where those rules change and say
+// where each register is: DW_CFA_offset et al. (saved at CFA + N, as for the
+// RA above), DW_CFA_same_value, or DW_CFA_undefined (unknown).
 #pragma once
 
 #include "sfunwind/abi.hpp"
 #include "sfunwind/error.hpp"
+#include "sfunwind/row.hpp"
 #include "sfunwind/sframe/section.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 namespace sfunwind::cfi {
 
+// From `pc` (link-time) to the next change, or the end of the function, the
+// rules of the registers untracked_callee_saved(abi) names, in that order.
+// Only Undefined, SameValue and AtCfa are written; other kinds count as
+// Undefined.
+struct CalleeSavedChange {
+    std::uint64_t pc = 0;
+    std::vector<RegRule> rules;
+};
+
+// The changes for the function [start, start + size), by increasing pc; empty
+// when there are none to give (the CIE's rules then hold in the whole FDE).
+using CalleeSavedRules =
+    std::function<std::vector<CalleeSavedChange>(std::uint64_t start, std::uint64_t size)>;
+
 struct DebugFrameOptions {
     // Mark the callee-saved registers SFrame cannot restore undefined.
     bool undefine_untracked_callee_saved = true;
+    // Where each function keeps those registers, when known. Not consulted
+    // for PC-mask FDEs (PLT blocks) nor FDEs without FREs.
+    CalleeSavedRules callee_saved;
 };
 
 // One DWARF FDE written: the function it describes (link-time addresses).
 struct WrittenFunction {
     std::uint64_t start = 0;
     std::uint64_t size = 0;
-    std::uint32_t sframe_fde = 0; // index of the SFrame FDE it came from
-    std::uint64_t offset = 0;     // offset of the DWARF FDE in .debug_frame
-    std::uint32_t rows = 0;       // DWARF rows written (PC-mask FDEs: all blocks)
+    std::uint32_t sframe_fde = 0;           // index of the SFrame FDE it came from
+    std::uint64_t offset = 0;               // offset of the DWARF FDE in .debug_frame
+    std::uint32_t rows = 0;                 // DWARF rows written (PC-mask FDEs: all blocks)
+    std::uint32_t callee_saved_changes = 0; // of CalleeSavedRules, used
     bool pc_mask = false;
 };
 

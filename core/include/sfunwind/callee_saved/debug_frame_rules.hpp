@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+// The callee-saved register analysis (function_rules.hpp) in the form the
+// .debug_frame writer takes (cfi::DebugFrameOptions::callee_saved): for each
+// function, the rules at every instruction where they change. The writer
+// needs neither Capstone nor this library; this adapter joins the two.
+#pragma once
+
+#include "sfunwind/abi.hpp"
+#include "sfunwind/callee_saved/function_rules.hpp"
+#include "sfunwind/callee_saved/module_rules.hpp"
+#include "sfunwind/cfi/dwarf_writer.hpp"
+
+#include <vector>
+
+namespace sfunwind::callee_saved {
+
+// The rules of one analysed function, from its start to `end` (link-time):
+// one change at the start, then one at each instruction whose rules differ
+// from the previous instruction's, and one at decoded_end() when the decode
+// stopped early (every register unknown from there).
+std::vector<cfi::CalleeSavedChange> debug_frame_changes(const FunctionRules& rules,
+                                                        std::uint64_t end);
+
+// Analyses each function the writer asks about, once (nothing is cached:
+// the writer asks for each FDE once). Functions that are declined (no code,
+// a limit, an ABI other than x86-64) get no changes. `code` and `rows` as for
+// ModuleRules; they must outlive the writer's use of the result.
+cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows);
+
+} // namespace sfunwind::callee_saved

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""LLDB's caller frames keep rbx and r12-r15 through the plugin's debug files.
+
+SFrame has no rules for the x86-64 callee-saved registers rbx and r12-r15;
+the plugin's generated .debug_frame says where each function keeps them, from
+the analysis of its instructions (`sframe callee-saved on`, the default), or
+leaves them undefined (`off`). For each host-runnable x86-64 `-noeh` fixture
+(only .sframe left) and each `-g` fixture split into a program without CFI
+and DWARF plus a separate debug file, stopped at its trap:
+  - the reference is plain LLDB on the CFI build at the same stop (the
+    programs are staged under paths of one length, so that the stacks start
+    at the same address: LLDB turns address randomisation off);
+  - in every caller frame whose callee has an SFrame FDE, each register LLDB
+    shows must be the reference's value; where it is frame 0's value (run
+    dependent), it must be frame 0's in the reference too;
+  - every variable `frame variable` shows in those frames must be the
+    reference's;
+  - in the frames whose callee LLDB unwound with the generated 'DWARF CFI'
+    (its unwind log; LLDB's own plans, its rbp fast path or the plan of a
+    frame interrupted by a signal, find saves themselves): with the setting
+    on, registers are recovered; with it off (a file made with the other
+    setting is regenerated), none is. The variables LLDB cannot show are
+    counted both ways.
+
+usage: test_callee_saved.py --plugin libsfunwind_lldb.so --lldb lldb-19 [--work DIR] [--chroot] [-v]
+"""
+
+import os
+import re
+import shutil
+import subprocess
+
+import lldb_harness as H
+import test_unwindplan as U
+
+REGISTERS = ["rbx", "r12", "r13", "r14", "r15"]
+# The -noeh fixtures compared (the CFI build is the name without -noeh).
+NOEH = ["recurse-O2-nofp", "sighandler-O2-nofp", "noreturn-O2-nofp", "cxx_exceptions-O2-nofp",
+        "realign-O2-nofp", "plt-O2-nofp/plt"]
+STATIC_NOEH = ["recurse-O2-nofp-static", "sighandler-O2-nofp-static", "cxx_exceptions-O2-nofp-static"]
+G = ["recurse-O2-nofp-g", "recurse-O0-g", "cxx_exceptions-O2-nofp-g", "cxx_exceptions-O0-g"]
+# Round names of one length: the staged paths must be as long as each other.
+ROUNDS = ("on", "of")
+REFERENCE = "rf"
+
+
+def programs(chroot):
+    """(label, CFI build, SFrame-only build or None, -g build or None)."""
+    out = []
+    writers = ["gas-2.40"] + (["gas-2.44", "gas-2.47", "clang-23"] if chroot else [])
+    for writer in writers:
+        for name in NOEH:
+            prog = name.split("/")
+            noeh = [prog[0] + "-noeh"] + prog[1:]
+            out.append((writer + "/" + name, H.fixture(writer, *prog), H.fixture(writer, *noeh), None))
+        for name in G:
+            out.append((writer + "/" + name, H.fixture(writer, name), None, H.fixture(writer, name)))
+    for writer in ("gas-2.40", "gas-2.44", "gas-2.47", "clang-23"):
+        for name in STATIC_NOEH:
+            path = H.fixture(writer, name + "-noeh")
+            if os.path.exists(path):
+                out.append((writer + "/" + name, H.fixture(writer, name), path, None))
+    return out
+
+
+def stage(work, where, label, path, name):
+    """A copy of the program at WORK/cs/WHERE/LABEL/NAME (with its folder for
+    plt, which loads its library from there). argv[0] is on the stack: the
+    programs compared get paths of one length."""
+    d = os.path.join(work, "cs", where, label.replace("/", "_"))
+    shutil.rmtree(d, ignore_errors=True)
+    if os.path.basename(path) == "plt":
+        shutil.copytree(os.path.dirname(path), d)
+    else:
+        os.makedirs(d)
+        shutil.copy2(path, os.path.join(d, name))
+    return os.path.join(d, name)
+
+
+def split_g(work, where, label, g):
+    """The -g program without DWARF and CFI, its DWARF in a separate debug
+    file under WORK/cs/sysdebug (in the plugin session's search paths)."""
+    prog = stage(work, where, label, g, os.path.basename(g))
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.check_output(["readelf", "-n", g], text=True)).group(1)
+    dbg = os.path.join(work, "cs", "sysdebug", ".build-id", build_id[:2], build_id[2:] + ".debug")
+    os.makedirs(os.path.dirname(dbg), exist_ok=True)
+    if not os.path.exists(dbg):
+        subprocess.check_call(["objcopy", "--only-keep-debug", g, dbg])
+    subprocess.check_call(["objcopy", "--strip-debug", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr",
+                           "--remove-section=.debug_frame", prog])
+    return prog
+
+
+def register(frame, name):
+    v = frame.FindRegister(name)
+    if not v.IsValid() or v.GetValue() is None:
+        return None
+    return v.GetValueAsUnsigned()
+
+
+def flat(v, depth=0):
+    """A variable's value as text, or None when LLDB cannot show it."""
+    if not v.IsValid() or v.GetError().Fail():
+        return None
+    value = v.GetValue()
+    n = v.GetNumChildren() if depth < 2 else 0
+    if value is None and n == 0:
+        return None
+    parts = [value or ""]
+    for i in range(min(n, 64)):
+        c = flat(v.GetChildAtIndex(i), depth + 1)
+        if c is None:
+            return None
+        parts.append(c)
+    return "{" + ",".join(parts) + "}" if n else parts[0]
+
+
+def stop(session, path, plain=False):
+    if plain:
+        with session.plain_loading():
+            target = session.create_by_command(path)
+            _, thread = U.stop_at_trap(session, target, [], by_command=True)
+    else:
+        target = session.create_by_command(path)
+        _, thread = U.stop_at_trap(session, target, [], by_command=True)
+    return target, thread
+
+
+def compare(plain, s, res, work, where, label, cfi, noeh, g, totals):
+    name = os.path.basename(cfi)
+    prog = split_g(work, where, label, g) if g else stage(work, where, label, noeh, name)
+    ref_path = stage(work, REFERENCE, label, cfi, name)
+    # The plan LLDB used in each frame: only the callee frames it unwound
+    # with the generated 'DWARF CFI' decide a register (LLDB's own plans,
+    # e.g. for a frame interrupted by a signal, find saves themselves).
+    log = os.path.join(work, "cs", "%s-%s.unwind.log" % (where, label.replace("/", "_")))
+    if os.path.exists(log):
+        os.remove(log)
+    s.cmd("log enable -f %s lldb unwind" % log)
+    target, thread = stop(s, prog)
+    rtarget = None
+    try:
+        pf = H.frames_of(thread)
+        s.cmd("log disable lldb unwind")
+        plans = U.plans_from_log(log)
+        rtarget, rthread = stop(plain, ref_path, plain=True)
+        rf = H.frames_of(rthread)
+        cov = U.covered(s, thread, pf)
+        p0 = {r: register(thread.GetFrameAtIndex(0), r) for r in REGISTERS}
+        r0 = {r: register(rthread.GetFrameAtIndex(0), r) for r in REGISTERS}
+        wrong = []
+        recovered = unavailable = frames = 0
+        shown = hidden = 0
+        for k in range(1, min(len(pf), len(rf))):
+            if pf[k].pc != rf[k].pc:
+                break
+            if (k - 1) not in cov:
+                continue
+            frames += 1
+            by_cfi = plans.get(pf[k - 1].index) == "DWARF CFI"
+            f = thread.GetFrameAtIndex(pf[k].index)
+            rframe = rthread.GetFrameAtIndex(rf[k].index)
+            for r in REGISTERS:
+                got = register(f, r)
+                want = register(rframe, r)
+                if by_cfi:
+                    unavailable += got is None
+                    recovered += got is not None
+                if got is None:
+                    continue
+                if got != want and not (got == p0[r] and want == r0[r]):
+                    wrong.append("frame %d %s %s: %s, reference %s" % (k, pf[k].function, r, hex(got),
+                                                                     hex(want) if want is not None else None))
+            if g:
+                # Paired by position: a variable may have no name (clang's
+                # artificial ones), and the same program's DWARF lists them
+                # in the same order.
+                mine = list(f.GetVariables(True, True, False, True))
+                theirs = list(rframe.GetVariables(True, True, False, True))
+                if [v.GetName() for v in mine] != [v.GetName() for v in theirs]:
+                    wrong.append("frame %d %s: variables %s, reference %s" % (
+                        k, pf[k].function, [v.GetName() for v in mine], [v.GetName() for v in theirs]))
+                    continue
+                for v, rv in zip(mine, theirs):
+                    got = flat(v)
+                    if got is None:
+                        hidden += 1
+                        continue
+                    shown += 1
+                    want = flat(rv)
+                    if got != want:
+                        wrong.append("frame %d %s variable %s = %s, reference %s" % (k, pf[k].function, v.GetName(),
+                                                                                   got[:60], (want or "")[:60]))
+        res.check("%s [%s]: registers and variables of %d caller frames are the CFI build's" % (label, where, frames),
+                  frames > 0 and not wrong, "; ".join(wrong[:4]) or "no caller frame compared")
+        totals["frames"] += frames
+        totals["recovered"] += recovered
+        totals["unavailable"] += unavailable
+        totals["variables shown"] += shown
+        totals["variables unavailable"] += hidden
+        if res.verbose:
+            print("  %s [%s]: %d frames, registers %d recovered %d unavailable, variables %d shown %d unavailable"
+                  % (label, where, frames, recovered, unavailable, shown, hidden))
+    finally:
+        if rtarget is not None:
+            plain.delete(rtarget)
+        s.delete(target)
+
+
+def run(args, work, res):
+    H.use_cache(work, "callee_saved")
+    plain = H.Session(None, work)
+    s = H.Session(args.plugin, work)
+    print("LLDB: " + s.version)
+    s.cmd("settings append target.debug-file-search-paths " + os.path.join(work, "cs", "sysdebug"))
+    totals = {}
+    for where in ROUNDS:
+        ok, out, err = s.cmd("sframe callee-saved " + ("on" if where == "on" else "off"))
+        res.check("sframe callee-saved %s" % where, ok and ("on" if where == "on" else "off") in out, err)
+        # LLDB's debuginfod client keeps the files the plugin's responder
+        # sent, by build-id, and reuses them without asking: a round with the
+        # other setting starts without them.
+        shutil.rmtree(os.environ["DEBUGINFOD_CACHE_PATH"], ignore_errors=True)
+        t = totals.setdefault(where, {k: 0 for k in ("frames", "recovered", "unavailable", "variables shown",
+                                                    "variables unavailable")})
+        for label, cfi, noeh, g in programs(args.chroot):
+            if args.only and args.only not in label:
+                continue
+            if not os.path.exists(cfi):
+                continue
+            compare(plain, s, res, work, where, label, cfi, noeh, g, t)
+        for k, v in t.items():
+            res.count("callee-saved %s: %s" % (where, k), v)
+    on, off = totals["on"], totals["of"]
+    res.check("on: registers recovered in caller frames (%d)" % on["recovered"], on["recovered"] > 0)
+    res.check("off: no register recovered in caller frames of SFrame-unwound callees (%d)" % off["recovered"],
+              off["recovered"] == 0)
+    res.check("on: no more variables unavailable than off (%d vs %d)" % (on["variables unavailable"],
+                                                                         off["variables unavailable"]),
+              on["variables unavailable"] <= off["variables unavailable"])
+
+
+if __name__ == "__main__":
+    H.main(run)
