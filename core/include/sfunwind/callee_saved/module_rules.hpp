@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The callee-saved register analysis of one module, per function, cached;
-// and the caller's values of those registers in one frame. What every
-// debugger adapter calls: the analysis itself is function_rules.hpp.
+// the caller's values of those registers in one frame; and their values in
+// every frame of a whole backtrace. What every debugger adapter and the CLI
+// call: the analysis itself is function_rules.hpp.
 #pragma once
 
 #include "sfunwind/abi.hpp"
@@ -9,6 +10,7 @@
 #include "sfunwind/unwind/backtrace.hpp"
 #include "sfunwind/unwind/step.hpp"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
