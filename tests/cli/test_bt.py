@@ -7,7 +7,9 @@ Builds small C programs with the host gcc and GNU as's SFrame writer
 call chain (live under ptrace, attached with -p, and from GDB core dumps of
 the same stop) and checks the SFrame backtraces: the function names of every
 frame, the CFA/SP chain, how the walk ended, and the frame-by-frame agreement
-with libdwfl's DWARF CFI backtrace (--compare-cfi).
+with libdwfl's DWARF CFI backtrace (--compare-cfi), including each frame's
+rbx, r12-r15 as the walk recovered them (a program that keeps known values
+in them checks the values themselves).
 
 Debian 12's glibc has no .sframe, so every walk leaves the SFrame-covered
 code when it reaches libc (__libc_start_call_main, start_thread,
@@ -144,6 +146,32 @@ NOINLINE void a1(int x) { a2(x + 1); KEEP_FRAME(); }
 int main(int argc, char **argv) { (void)argv; a1(argc); return 0; }
 """
 
+REGS_C = COMMON_H + r"""
+/* regs: main -> g3 -> g2 -> g1 -> rleaf, which faults. Each g<k> keeps five
+   values read from seed[] live across its call, which the psABI puts in
+   callee-saved registers: in each frame, rbx, r12-r15 (and rbp) hold that
+   frame's own seeds, and its callee saved them on the stack. */
+volatile long seed[16];
+NOINLINE long rleaf(long x) { *null_ptr = (int)x; KEEP_FRAME(); return x; }
+#define KEEPER(name, callee, k)                                     \
+  NOINLINE long name(long x) {                                      \
+    long a = seed[5 * k], b = seed[5 * k + 1], c = seed[5 * k + 2], \
+         d = seed[5 * k + 3], e = seed[5 * k + 4];                  \
+    long r = callee(x + 1);                                         \
+    KEEP_FRAME();                                                   \
+    return r ^ a ^ (b << 1) ^ (c << 2) ^ (d << 3) ^ (e << 4);       \
+  }
+KEEPER(g1, rleaf, 0)
+KEEPER(g2, g1, 1)
+KEEPER(g3, g2, 2)
+int main(int argc, char **argv) {
+  (void)argv;
+  for (int i = 0; i < 16; i++) seed[i] = SEED + i;
+  return (int)g3(argc);
+}
+"""
+SEED = 0x5eed00
+
 NOFP = ["-O2", "-fomit-frame-pointer", "-Wa,--gsframe"]
 FP = ["-O2", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-Wa,--gsframe"]
 
@@ -248,8 +276,9 @@ class Fixtures:
         must(["gcc", "-O2", "-static", "-o", w("sig-entry.cfi"), os.path.join(REPO, "tests", "common", "sig_entry.c")])
         must(["gcc"] + NOFP + ["-pthread", "-o", w("threads"), self.write("threads.c", THREADS_C)])
         must(["gcc"] + NOFP + ["-o", w("spin"), self.write("spin.c", SPIN_C)])
+        must(["gcc"] + NOFP + [f"-DSEED={SEED:#x}", "-o", w("regs"), self.write("regs.c", REGS_C)])
         for exe in ["chain", "chain-nopie", "chain-fp", "chain-noeh", "plt/plt", "plt/libbtlib.so", "sig",
-                    "threads", "spin"]:
+                    "threads", "spin", "regs"]:
             out = must(["readelf", "-S", "-W", w(exe)])
             if ".sframe" not in out:
                 sys.exit(f"setup failed: {exe} has no .sframe section (does gas support --gsframe?)")
@@ -431,6 +460,41 @@ def test_text_output(r, bt, fx):
             and lines[0] != "<not saved>", out)
     rc, out, err = bt.run(["--registers", "--no-callee-saved", "--", fx.path("chain"), "segv"])
     r.check("usage: --registers with --no-callee-saved", rc == 2 and "--no-callee-saved" in err, err)
+
+
+REGS_NAMES = ["rleaf", "g1", "g2", "g3", "main"]
+
+
+def check_seeds(r, name, thread):
+    """Each g<k> frame's own rbx, r12-r15 and rbp are its five seeds (regs.c):
+    g1's are still in the registers, g2's and g3's were read from the save
+    slots of g1 and g2. The compiler chooses which register holds which."""
+    frames = thread["sframe"]["frames"]
+    for i, k in ((1, 0), (2, 1), (3, 2)):
+        f = frames[i]
+        want = {hex(SEED + 5 * k + j) for j in range(5)}
+        regs = f.get("callee_saved") or {}
+        got = {regs.get(x) for x in CALLEE_SAVED}
+        r.check(f"{name}: {f['symbol']}'s rbx, r12-r15 and rbp are its seeds", len(want & got) >= 4
+                and want <= got | {f["fp"]}, f"{regs} fp {f['fp']}, want {sorted(want)}")
+
+
+def test_registers(r, bt, fx):
+    rc, doc, err = bt.json(["--compare-cfi", "--", fx.path("regs")])
+    if not r.check("regs: exit 0", rc == 0 and doc is not None, f"rc {rc} {err}"):
+        return
+    t = doc["threads"][0]
+    r.check("regs: frames", own_names(t) == REGS_NAMES, str(names(t)))
+    check_seeds(r, "regs", t)
+    check_agreement(r, "regs", t)
+    # g2's and g3's seeds were read from the slots where g1 and g2 saved
+    # them: libdwfl read the same slots from CFI's rules.
+    sf, cf = t["sframe"]["frames"], t["cfi"]["frames"]
+    seeds = {hex(SEED + j) for j in range(15)}
+    from_slots = [(i, x) for i in (2, 3) for x in CALLEE_SAVED
+                  if sf[i]["callee_saved"][x] in seeds and cf[i]["callee_saved"][x] == sf[i]["callee_saved"][x]]
+    r.check("regs: seeds read from save slots, equal to CFI's", len(from_slots) >= 6,
+            f"{from_slots} {[f.get('callee_saved') for f in cf[:4]]}")
 
 
 def test_no_callee_saved(r, bt, fx):
@@ -658,6 +722,7 @@ def test_cores(r, bt, fx):
         ("chain-noeh", fx.path("chain-noeh"), ["segv"], [], [CHAIN_NAMES]),
         ("plt", fx.path("plt/plt"), [], [], [["crash_cb", "lib_inner", "lib_outer", "p1", "main"]]),
         ("sig", fx.path("sig"), [], ["handle SIGUSR1 nostop noprint pass"], [["h2", "h1", "handler"]]),
+        ("regs", fx.path("regs"), [], [], [REGS_NAMES]),
         ("threads", fx.path("threads"), [], [], [["m2", "m1", "main"],
                                                  ["w_spin", "w_mid", "w_outer"],
                                                  ["w_spin", "w_mid", "w_outer"]]),
@@ -682,6 +747,8 @@ def test_cores(r, bt, fx):
             check_cfa_chain(r, f"core {name}[{i}]", t)
             if compare:
                 check_agreement(r, f"core {name}[{i}]", t)
+        if name == "regs":
+            check_seeds(r, "core regs", ts[0])
         if not compare:
             rc, doc, err = bt.json(["--compare-cfi", "--core", core, exe])
             r.check(f"core {name}: --compare-cfi finds CFI missing (exit 1)", rc == 1 and doc is not None
@@ -779,7 +846,7 @@ def main():
     fx.build()
     r = Results(a.verbose)
     bt = Bt(a.sfunwind)
-    for test in [test_chain_variants, test_text_output, test_no_callee_saved, test_stop_kinds, test_deep, test_sframe_only,
+    for test in [test_chain_variants, test_text_output, test_registers, test_no_callee_saved, test_stop_kinds, test_deep, test_sframe_only,
                  test_wrong_sframe, test_plt, test_signals, test_signal_at_entry, test_threads, test_attach, test_cores,
                  test_committed_fixtures, test_usage]:
         try:
