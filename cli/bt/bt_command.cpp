@@ -10,6 +10,7 @@
 #include "process_modules.hpp"
 #include "registers.hpp"
 #include "report.hpp"
+#include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
 #include "thread_walk.hpp"
 #include "traced_process.hpp"
@@ -19,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace sfunwind::cli {
 namespace {
@@ -67,6 +69,23 @@ std::optional<Abi> abi_of(const ProcessModules& modules) {
     return std::nullopt;
 }
 
+// Each frame's rbx, r12-r15 along the SFrame walk, outward from the
+// thread's registers, by the analysis of each frame's function.
+void recover_callee_saved(ThreadWalk& t, const ThreadRegisters& regs, const Abi& abi,
+                          const ProcessModules& modules, MemoryReader& memory) {
+    const auto registers = untracked_callee_saved(abi);
+    std::vector<std::optional<std::uint64_t>> initial;
+    initial.reserve(registers.size());
+    for (std::uint16_t reg : registers)
+        initial.push_back(regs.table.value(reg));
+    const auto rules_of = [&modules](const Frame& f) -> const callee_saved::FunctionRules* {
+        const ProcessModule* m = modules.find(f.address.lookup_address());
+        if (m == nullptr || !m->callee_saved || !f.row) return nullptr;
+        return m->callee_saved->function(f.row->func_start, f.row->func_size);
+    };
+    t.saved = callee_saved::walk_values(t.sframe.frames, registers, initial, rules_of, memory);
+}
+
 void walk(ThreadWalk& t, const ThreadRegisters& regs, const Abi& abi, const ModuleSet& set,
           const ProcessModules& modules, MemoryReader& memory, const BtOptions& o) {
     RegisterTable table = regs.table;
@@ -74,11 +93,14 @@ void walk(ThreadWalk& t, const ThreadRegisters& regs, const Abi& abi, const Modu
     bo.max_frames = o.max_frames;
     t.sframe = backtrace(set, table.frame_regs(abi, regs.pc), memory, &table, bo);
     t.end = classify(t.sframe, modules, t.end_message);
+    if (o.callee_saved && abi.arch == Arch::X86_64)
+        recover_callee_saved(t, regs, abi, modules, memory);
 }
 
 void compare_all(std::vector<ThreadWalk>& threads, DwflSession& session, const Abi& abi,
                  const BtOptions& o) {
-    auto cfi = session.unwind_all(abi, o.max_frames);
+    const bool callee_saved = o.callee_saved && abi.arch == Arch::X86_64;
+    auto cfi = session.unwind_all(abi, o.max_frames, callee_saved);
     for (auto& t : threads) {
         if (!t.error.empty()) continue;
         auto it = cfi.find(t.tid);
@@ -86,7 +108,7 @@ void compare_all(std::vector<ThreadWalk>& threads, DwflSession& session, const A
         // SFrame frame is then a difference.
         t.cfi = it != cfi.end() ? std::move(it->second)
                                 : CfiBacktrace{{}, "libdwfl does not list this thread"};
-        t.comparison = compare_with_cfi(t.sframe, *t.cfi, abi);
+        t.comparison = compare_with_cfi(t.sframe, t.saved, *t.cfi, abi);
     }
 }
 
@@ -153,6 +175,7 @@ int run_live(const BtOptions& o) {
     report.modules = &modules;
     report.verbose = o.verbose;
     report.require_complete = o.require_complete;
+    report.print_registers = o.registers;
 
     for (pid_t tid : tids) {
         ThreadWalk t;
@@ -210,6 +233,7 @@ int run_core(const BtOptions& o) {
     report.dwfl = &dwfl;
     report.verbose = o.verbose;
     report.require_complete = o.require_complete;
+    report.print_registers = o.registers;
     const auto& notes = (*core)->threads();
     const pid_t first = notes.empty() ? 0 : notes.front().tid;
     const int first_signal = notes.empty() ? 0 : notes.front().signal;

@@ -1,9 +1,43 @@
 // SPDX-License-Identifier: MIT
 #include "cfi_comparison.hpp"
 
-namespace sfunwind::cli::bt {
+#include <algorithm>
 
-CfiComparison compare_with_cfi(const Backtrace& sframe, const CfiBacktrace& cfi, const Abi& abi) {
+namespace sfunwind::cli::bt {
+namespace {
+
+RegisterComparison compare_registers(std::span<const callee_saved::FrameValues> saved,
+                                     const CfiBacktrace& cfi, const BacktraceComparison& frames,
+                                     const Abi& abi) {
+    RegisterComparison rc;
+    const auto regs = untracked_callee_saved(abi);
+    const std::size_t n = std::min(regs.size(), callee_saved::FunctionRules::max_registers);
+    const std::size_t nf = std::min({saved.size(), cfi.frames.size(), frames.frames.size()});
+    for (std::size_t i = 1; i < nf; ++i) {
+        // Frames at different PCs are already a difference; their registers
+        // say nothing more.
+        if (!saved[i].analysed || !frames.frames[i].pc) continue;
+        const auto& theirs = cfi.frames[i].callee_saved;
+        for (std::size_t k = 0; k < n && k < theirs.size(); ++k) {
+            if (!theirs[k]) continue;
+            ++rc.compared;
+            const auto& ours = saved[i].values[k];
+            if (!ours)
+                ++rc.unknown;
+            else if (*ours == *theirs[k])
+                ++rc.equal;
+            else
+                rc.differences.push_back({i, regs[k], *ours, *theirs[k]});
+        }
+    }
+    return rc;
+}
+
+} // namespace
+
+CfiComparison compare_with_cfi(const Backtrace& sframe,
+                               std::span<const callee_saved::FrameValues> saved,
+                               const CfiBacktrace& cfi, const Abi& abi) {
     CfiComparison c;
     const std::size_t nc = cfi.frames.size();
     for (std::size_t i = 0; i < nc; ++i) {
@@ -31,6 +65,7 @@ CfiComparison compare_with_cfi(const Backtrace& sframe, const CfiBacktrace& cfi,
         if (d->kind == Divergence::Kind::ReferenceEnded && !cfi.end_error.empty())
             c.first_difference_what += " (libdwfl: " + cfi.end_error + ")";
     }
+    if (!saved.empty()) c.registers = compare_registers(saved, cfi, c.result, abi);
     return c;
 }
 

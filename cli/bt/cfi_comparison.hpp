@@ -6,15 +6,37 @@
 
 #include "dwfl_session.hpp"
 #include "sfunwind/abi.hpp"
+#include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
 #include "sfunwind/unwind/backtrace_comparison.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace sfunwind::cli::bt {
+
+// A callee-saved register whose value SFrame's walk recovered and libdwfl's
+// CFI unwind gives differently, in the same frame.
+struct RegisterDifference {
+    std::size_t frame = 0;
+    std::uint16_t reg = 0; // DWARF number
+    std::uint64_t sframe = 0;
+    std::uint64_t cfi = 0;
+};
+
+// The recovered rbx, r12-r15 against libdwfl's, over the frames both walks
+// have at the same PC, from frame 1: frame 0's registers are the thread's
+// own in both. Only (frame, register) pairs libdwfl has a value for count.
+struct RegisterComparison {
+    std::size_t compared = 0;
+    std::size_t equal = 0;
+    std::size_t unknown = 0; // SFrame's walk does not know the value: not a difference
+    std::vector<RegisterDifference> differences;
+};
 
 struct CfiComparison {
     // libdwfl's frames as the engine compares them: a frame's CFA is the
@@ -29,10 +51,17 @@ struct CfiComparison {
     std::optional<std::size_t> first_difference;
     std::string first_difference_what;
     std::size_t cfi_beyond = 0; // CFI frames past SFrame's last one
+    // When the walk recovered the callee-saved registers.
+    std::optional<RegisterComparison> registers;
 
-    bool agree() const { return !first_difference; }
+    bool agree() const {
+        return !first_difference && (!registers || registers->differences.empty());
+    }
 };
 
-CfiComparison compare_with_cfi(const Backtrace& sframe, const CfiBacktrace& cfi, const Abi& abi);
+// `saved`: ThreadWalk::saved (empty when the registers were not recovered).
+CfiComparison compare_with_cfi(const Backtrace& sframe,
+                               std::span<const callee_saved::FrameValues> saved,
+                               const CfiBacktrace& cfi, const Abi& abi);
 
 } // namespace sfunwind::cli::bt

@@ -26,6 +26,7 @@ struct UnwindContext {
     Dwfl* dwfl;
     const Abi* abi;
     std::uint32_t max_frames;
+    bool callee_saved;
     CfiBacktrace* out;
     bool hit_limit = false;
 };
@@ -44,6 +45,14 @@ int collect_frame(Dwfl_Frame* state, void* arg) {
     Dwarf_Word v = 0;
     if (dwfl_frame_reg(state, ctx->abi->sp_reg, &v) == 0) f.sp = v;
     if (dwfl_frame_reg(state, ctx->abi->fp_reg, &v) == 0) f.fp = v;
+    // libdwfl gives a register its CFI leaves unmentioned the ABI's default
+    // rule (x86-64: same value for rbx, r12-r15), and none where a rule
+    // cannot be followed.
+    if (ctx->callee_saved)
+        for (std::uint16_t reg : untracked_callee_saved(*ctx->abi))
+            f.callee_saved.push_back(dwfl_frame_reg(state, reg, &v) == 0
+                                         ? std::optional<std::uint64_t>(v)
+                                         : std::nullopt);
     // libdwfl's "activation" frames have a precise PC (frame 0, signal frames).
     const Dwarf_Addr lookup = FrameAddress::of_frame(pc, activation).lookup_address();
     if (Dwfl_Module* mod = dwfl_addrmodule(ctx->dwfl, lookup)) {
@@ -69,13 +78,14 @@ struct AllThreads {
     Dwfl* dwfl;
     const Abi* abi;
     std::uint32_t max_frames;
+    bool callee_saved;
     std::map<pid_t, CfiBacktrace> out;
 };
 
 int unwind_thread(Dwfl_Thread* thread, void* arg) {
     auto* all = static_cast<AllThreads*>(arg);
     CfiBacktrace& bt = all->out[dwfl_thread_tid(thread)];
-    UnwindContext ctx{all->dwfl, all->abi, all->max_frames, &bt};
+    UnwindContext ctx{all->dwfl, all->abi, all->max_frames, all->callee_saved, &bt};
     // -1 also ends many complete walks (libdwfl.h: "Some systems return
     // error instead of zero on end of the backtrace").
     const int r = dwfl_thread_getframes(thread, collect_frame, &ctx);
@@ -220,8 +230,9 @@ Expected<std::unique_ptr<DwflSession>> DwflSession::core(const std::string& core
     return s;
 }
 
-std::map<pid_t, CfiBacktrace> DwflSession::unwind_all(const Abi& abi, std::uint32_t max_frames) {
-    AllThreads all{impl_->dwfl, &abi, max_frames, {}};
+std::map<pid_t, CfiBacktrace> DwflSession::unwind_all(const Abi& abi, std::uint32_t max_frames,
+                                                      bool callee_saved) {
+    AllThreads all{impl_->dwfl, &abi, max_frames, callee_saved, {}};
     dwfl_getthreads(impl_->dwfl, unwind_thread, &all);
     return std::move(all.out);
 }

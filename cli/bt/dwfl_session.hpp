@@ -26,6 +26,9 @@ struct CfiFrame {
     bool activation = false; // frame 0, or interrupted by a signal: pc is not a return address
     std::optional<std::uint64_t> sp; // where libdwfl knows the register
     std::optional<std::uint64_t> fp;
+    // With unwind_all(..., callee_saved = true): libdwfl's value of each of
+    // untracked_callee_saved(abi), in that order; nullopt where it has none.
+    std::vector<std::optional<std::uint64_t>> callee_saved;
     std::string symbol; // "name" from dwfl_module_addrinfo, or empty
     std::uint64_t symbol_offset = 0;
     std::string module; // the module's file name, or empty
@@ -66,8 +69,10 @@ class DwflSession {
     // The CFI backtrace of every thread, at most max_frames frames each, by
     // tid. One dwfl_getthreads pass, as eu-stack does: dwfl_getthread_frames
     // on a core finds its thread by iterating the others, and elfutils 0.188
-    // leaks the per-thread state of every thread it skips.
-    std::map<pid_t, CfiBacktrace> unwind_all(const Abi& abi, std::uint32_t max_frames);
+    // leaks the per-thread state of every thread it skips. `callee_saved`
+    // also reads each frame's CfiFrame::callee_saved.
+    std::map<pid_t, CfiBacktrace> unwind_all(const Abi& abi, std::uint32_t max_frames,
+                                             bool callee_saved);
 
     // The function containing `pc` by libdwfl's lookup, which also reads
     // separate debug files (.gnu_debuglink, build-id) that ElfFile does not:

@@ -28,7 +28,15 @@ Targets:
 Options:
   --compare-cfi        also unwind with DWARF CFI (elfutils libdwfl, as
                        eu-stack does) and compare frame by frame: pc, sp, CFA
-                       and fp where both unwinders know them
+                       and fp where both unwinders know them, and the
+                       callee-saved registers where SFrame's walk recovered
+                       them and libdwfl has a value
+  --registers          print each frame's rbx and r12-r15 (x86-64), as
+                       recovered from the functions' instructions, or
+                       `<not saved>` where unknown (JSON always has them)
+  --no-callee-saved    do not recover rbx and r12-r15: SFrame has no rules
+                       for them, so they come from an analysis of each
+                       function's code, anchored by its SFrame rows
   --max-frames N       stop each walk after N frames (default 65536)
   --stop-on SIGNALS    comma-separated signals that also stop PROG (names or
                        numbers, e.g. USR1,SIGALRM,34), or `all`
@@ -50,8 +58,9 @@ covers (glibc on Debian 12 has no .sframe: walks end in libc), or at an error.
 
 Exit status: 0 every walk ended at the outermost frame or left the covered
 code (and, with --compare-cfi, agreed with CFI on every frame SFrame
-produced); 1 a walk failed or differed from CFI, or PROG ended without a
-stop signal; 2 usage or input errors (no such program, pid or core).
+produced and every callee-saved register value it recovered); 1 a walk
+failed or differed from CFI, or PROG ended without a stop signal; 2 usage
+or input errors (no such program, pid or core).
 )";
 
 std::string upper(std::string s) {
@@ -159,6 +168,10 @@ ParseResult parse_options(int argc, char** argv) {
             o.verbose = true;
         } else if (a == "--require-complete") {
             o.require_complete = true;
+        } else if (a == "--registers") {
+            o.registers = true;
+        } else if (a == "--no-callee-saved") {
+            o.callee_saved = false;
         } else if (a == "--max-frames") {
             auto v = value("a number");
             if (!v) return result;
@@ -206,6 +219,8 @@ ParseResult parse_options(int argc, char** argv) {
     if (!have_target) return fail("no target: give -- PROG [ARGS...], -p PID or --core CORE EXE");
     if (o.timeout_seconds != 0 && o.mode != BtOptions::Mode::Launch)
         return fail("--timeout only applies to a launched program");
+    if (o.registers && !o.callee_saved)
+        return fail("--registers prints what --no-callee-saved turns off: give one of them");
     result.options = std::move(o);
     return result;
 }

@@ -33,6 +33,8 @@ struct BtOptions {
     bool json = false;
     bool verbose = false;
     bool require_complete = false;
+    bool callee_saved = true; // recover rbx, r12-r15 per frame (--no-callee-saved)
+    bool registers = false;   // print them in text output (--registers)
     std::uint32_t max_frames = 65536;
     SignalSet stop_on = default_stop_signals();
     unsigned timeout_seconds = 0; // 0: wait for a stop signal forever

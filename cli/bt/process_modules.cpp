@@ -46,11 +46,28 @@ std::string ProcessModule::short_name() const {
 
 namespace {
 
+// The analysis reads the function's code from the file at link-time
+// addresses, as the rows give them; the lambdas keep the file and rows alive.
+void add_callee_saved(ProcessModule& m) {
+    std::shared_ptr<const elf::ElfFile> file = m.table.file;
+    std::shared_ptr<const RowSource> rows = m.table.rows;
+    if (!file || !rows) return;
+    auto analysis = std::make_shared<callee_saved::ModuleRules>(
+        rows->abi(),
+        [file](std::uint64_t vaddr, std::uint64_t size) { return file->loaded_bytes(vaddr, size); },
+        [rows](std::uint64_t pc) -> std::optional<Row> {
+            auto r = rows->lookup(pc);
+            return r ? std::optional<Row>(*r) : std::nullopt;
+        });
+    if (analysis->supported()) m.callee_saved = std::move(analysis);
+}
+
 // A damaged .sframe says so; "no SFrame section" stays as it is.
 void take_table(ProcessModule& m, elf::ModuleRows table) {
     m.table = std::move(table);
     m.problem = m.table.damaged() && m.table.where ? "unusable SFrame section: " + m.table.problem()
                                                    : m.table.problem();
+    add_callee_saved(m);
 }
 
 } // namespace

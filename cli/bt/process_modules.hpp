@@ -7,6 +7,7 @@
 #pragma once
 
 #include "proc_maps.hpp"
+#include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/elf/elf_file.hpp"
 #include "sfunwind/elf/module_rows.hpp"
 #include "sfunwind/sframe/section.hpp"
@@ -35,6 +36,10 @@ struct ProcessModule {
     // Why the module has no rows ("no SFrame section", "cannot open ..."),
     // or a placement problem ("load bias guessed").
     std::string problem;
+    // Where its functions keep rbx, r12-r15 (x86-64 modules with rows and
+    // code); null otherwise. Shared: the analysis caches per function, and
+    // walks of every thread use it.
+    std::shared_ptr<callee_saved::ModuleRules> callee_saved;
 
     const elf::ElfFile* elf() const noexcept { return table.file.get(); }
 

@@ -27,6 +27,7 @@ struct Report {
     std::vector<ThreadWalk> threads; // the thread that stopped it first
     bool verbose = false;
     bool require_complete = false;
+    bool print_registers = false; // text: each frame's recovered rbx, r12-r15
     int exit_status = 0;
 };
 

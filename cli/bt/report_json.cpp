@@ -6,6 +6,8 @@
 #include "sfunwind/row.hpp"
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
 
 namespace sfunwind::cli::bt {
@@ -30,6 +32,15 @@ json module_json(const ProcessModule& m) {
     return j;
 }
 
+// {"rbx": "0x5", "r12": null, ...}: null where unknown.
+json registers_json(const Abi& abi, std::span<const std::optional<std::uint64_t>> values) {
+    const auto regs = untracked_callee_saved(abi);
+    json j = json::object();
+    for (std::size_t k = 0; k < regs.size() && k < values.size(); ++k)
+        j[register_name(abi, regs[k])] = values[k] ? json(to_hex(*values[k])) : json(nullptr);
+    return j;
+}
+
 json sframe_json(const Report& r, const ThreadWalk& t) {
     json frames = json::array();
     const Backtrace& bt = t.sframe;
@@ -46,6 +57,8 @@ json sframe_json(const Report& r, const ThreadWalk& t) {
         j["module"] = m != nullptr ? json(m->short_name()) : json(nullptr);
         j["cfa"] = i + 1 < bt.frames.size() ? json(to_hex(f.cfa)) : json(nullptr);
         j["row"] = f.row ? json(describe(*f.row, r.abi)) : json(nullptr);
+        if (i < t.saved.size() && t.saved[i].analysed)
+            j["callee_saved"] = registers_json(r.abi, t.saved[i].values);
         frames.push_back(std::move(j));
     }
     return {
@@ -54,7 +67,7 @@ json sframe_json(const Report& r, const ThreadWalk& t) {
          {{"kind", to_string(t.end)}, {"message", t.end_message}, {"code", bt.stop.code_name()}}}};
 }
 
-json cfi_json(const CfiBacktrace& cfi) {
+json cfi_json(const Report& r, const CfiBacktrace& cfi) {
     json frames = json::array();
     for (std::size_t i = 0; i < cfi.frames.size(); ++i) {
         const CfiFrame& f = cfi.frames[i];
@@ -64,13 +77,28 @@ json cfi_json(const CfiBacktrace& cfi) {
         j["symbol"] = f.symbol.empty() ? json(nullptr) : json(f.symbol);
         if (!f.symbol.empty()) j["offset"] = to_hex(f.symbol_offset);
         j["module"] = f.module.empty() ? json(nullptr) : json(f.module);
+        if (!f.callee_saved.empty()) j["callee_saved"] = registers_json(r.abi, f.callee_saved);
         frames.push_back(std::move(j));
     }
     return {{"frames", std::move(frames)},
             {"end_error", cfi.end_error.empty() ? json(nullptr) : json(cfi.end_error)}};
 }
 
-json comparison_json(const CfiComparison& c) {
+json registers_comparison_json(const Abi& abi, const RegisterComparison& c) {
+    json differences = json::array();
+    for (const auto& d : c.differences)
+        differences.push_back({{"frame", d.frame},
+                               {"register", register_name(abi, d.reg)},
+                               {"sframe", to_hex(d.sframe)},
+                               {"cfi", to_hex(d.cfi)}});
+    return {{"compared", c.compared},
+            {"equal", c.equal},
+            {"unknown", c.unknown},
+            {"differ", c.differences.size()},
+            {"differences", std::move(differences)}};
+}
+
+json comparison_json(const Report& r, const CfiComparison& c) {
     json frames = json::array();
     for (const auto& m : c.result.frames) {
         json j{{"equal", m.equal()}, {"pc", m.pc}};
@@ -87,6 +115,8 @@ json comparison_json(const CfiComparison& c) {
     j["first_difference"] =
         c.first_difference ? json{{"frame", *c.first_difference}, {"what", c.first_difference_what}}
                            : json(nullptr);
+    j["callee_saved"] =
+        c.registers ? registers_comparison_json(r.abi, *c.registers) : json(nullptr);
     return j;
 }
 
@@ -111,8 +141,8 @@ void print_json(const Report& r, std::FILE* out) {
             j["error"] = t.error;
         } else {
             j["sframe"] = sframe_json(r, t);
-            if (t.cfi) j["cfi"] = cfi_json(*t.cfi);
-            if (t.comparison) j["comparison"] = comparison_json(*t.comparison);
+            if (t.cfi) j["cfi"] = cfi_json(r, *t.cfi);
+            if (t.comparison) j["comparison"] = comparison_json(r, *t.comparison);
         }
         threads.push_back(std::move(j));
     }

@@ -49,6 +49,25 @@ std::string verdict(const FrameMatch& m) {
     return "DIFFERS:" + bad;
 }
 
+// "    rbx=0x5 r12=<not saved> ...": a frame's own values, as recovered.
+void print_registers(const Report& r, const callee_saved::FrameValues& v, std::FILE* out) {
+    const auto regs = untracked_callee_saved(r.abi);
+    std::string line = "   ";
+    for (std::size_t k = 0; k < regs.size() && k < v.values.size(); ++k)
+        line += " " + register_name(r.abi, regs[k]) + "=" +
+                (v.values[k] ? to_hex(*v.values[k]) : std::string("<not saved>"));
+    std::fprintf(out, "%s\n", line.c_str());
+}
+
+void print_register_differences(const Report& r, const RegisterComparison& c, std::size_t frame,
+                                std::FILE* out) {
+    for (const auto& d : c.differences)
+        if (d.frame == frame)
+            std::fprintf(out, "     DIFFERS: %s %s (SFrame) vs %s (CFI)\n",
+                         register_name(r.abi, d.reg).c_str(), to_hex(d.sframe).c_str(),
+                         to_hex(d.cfi).c_str());
+}
+
 void print_modules(const Report& r, std::FILE* out) {
     if (r.verbose) {
         std::fprintf(out, "Modules:\n");
@@ -100,6 +119,8 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
         std::fprintf(out, " sp=%s fp=%s", to_hex(f.regs.sp).c_str(), to_hex(f.regs.fp).c_str());
         if (f.row) std::fprintf(out, "  [row: %s]", describe(*f.row, r.abi).c_str());
         std::fputc('\n', out);
+        if (r.print_registers && i < t.saved.size() && t.saved[i].analysed)
+            print_registers(r, t.saved[i], out);
         if (t.cfi && t.comparison && i == t.cfi->frames.size() &&
             t.comparison->first_difference == i) {
             std::fprintf(out, "CFI  (no frame: %s)  <-- first difference\n",
@@ -111,6 +132,8 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
             print_cfi_frame(t.cfi->frames[i], t.comparison->cfi[i].cfa, out);
             std::fprintf(out, "  %s%s\n", verdict(m).c_str(),
                          t.comparison->first_difference == i ? "  <-- first difference" : "");
+            if (t.comparison->registers)
+                print_register_differences(r, *t.comparison->registers, i, out);
         }
     }
     std::fprintf(out, "  SFrame walk ended at #%zu: %s\n",
@@ -134,6 +157,11 @@ void print_thread(const Report& r, const ThreadWalk& t, std::FILE* out) {
         std::fprintf(out, "; CFI continues %zu frame%s past SFrame's last", c.cfi_beyond,
                      c.cfi_beyond == 1 ? "" : "s");
     std::fputc('\n', out);
+    if (const auto& rc = c.registers)
+        std::fprintf(out,
+                     "  Compared %zu callee-saved register values with CFI (frames #1 on): %zu "
+                     "equal, %zu unknown to SFrame, %zu differ\n",
+                     rc->compared, rc->equal, rc->unknown, rc->differences.size());
 }
 
 } // namespace

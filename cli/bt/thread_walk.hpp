@@ -6,6 +6,7 @@
 #include "cfi_comparison.hpp"
 #include "dwfl_session.hpp"
 #include "process_modules.hpp"
+#include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
 
 #include <optional>
@@ -35,6 +36,10 @@ struct ThreadWalk {
     Backtrace sframe;
     WalkEnd end = WalkEnd::Failed;
     std::string end_message;
+    // Each SFrame frame's own rbx, r12-r15 (untracked_callee_saved(abi)
+    // order), one per frame; empty when the recovery is off or the ABI is
+    // not x86-64.
+    std::vector<callee_saved::FrameValues> saved;
     std::optional<CfiBacktrace> cfi;
     std::optional<CfiComparison> comparison;
 

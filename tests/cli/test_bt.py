@@ -7,7 +7,9 @@ Builds small C programs with the host gcc and GNU as's SFrame writer
 call chain (live under ptrace, attached with -p, and from GDB core dumps of
 the same stop) and checks the SFrame backtraces: the function names of every
 frame, the CFA/SP chain, how the walk ended, and the frame-by-frame agreement
-with libdwfl's DWARF CFI backtrace (--compare-cfi).
+with libdwfl's DWARF CFI backtrace (--compare-cfi), including each frame's
+rbx, r12-r15 as the walk recovered them (a program that keeps known values
+in them checks the values themselves).
 
 Debian 12's glibc has no .sframe, so every walk leaves the SFrame-covered
 code when it reaches libc (__libc_start_call_main, start_thread,
@@ -144,6 +146,32 @@ NOINLINE void a1(int x) { a2(x + 1); KEEP_FRAME(); }
 int main(int argc, char **argv) { (void)argv; a1(argc); return 0; }
 """
 
+REGS_C = COMMON_H + r"""
+/* regs: main -> g3 -> g2 -> g1 -> rleaf, which faults. Each g<k> keeps five
+   values read from seed[] live across its call, which the psABI puts in
+   callee-saved registers: in each frame, rbx, r12-r15 (and rbp) hold that
+   frame's own seeds, and its callee saved them on the stack. */
+volatile long seed[16];
+NOINLINE long rleaf(long x) { *null_ptr = (int)x; KEEP_FRAME(); return x; }
+#define KEEPER(name, callee, k)                                     \
+  NOINLINE long name(long x) {                                      \
+    long a = seed[5 * k], b = seed[5 * k + 1], c = seed[5 * k + 2], \
+         d = seed[5 * k + 3], e = seed[5 * k + 4];                  \
+    long r = callee(x + 1);                                         \
+    KEEP_FRAME();                                                   \
+    return r ^ a ^ (b << 1) ^ (c << 2) ^ (d << 3) ^ (e << 4);       \
+  }
+KEEPER(g1, rleaf, 0)
+KEEPER(g2, g1, 1)
+KEEPER(g3, g2, 2)
+int main(int argc, char **argv) {
+  (void)argv;
+  for (int i = 0; i < 16; i++) seed[i] = SEED + i;
+  return (int)g3(argc);
+}
+"""
+SEED = 0x5eed00
+
 NOFP = ["-O2", "-fomit-frame-pointer", "-Wa,--gsframe"]
 FP = ["-O2", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-Wa,--gsframe"]
 
@@ -158,6 +186,11 @@ class Results:
         self.walks = 0      # agreement totals over every walk expected to agree
         self.compared = 0
         self.equal = 0
+        # Callee-saved registers (rbx, r12-r15) against CFI, over the same walks.
+        self.regs_compared = 0
+        self.regs_equal = 0
+        self.regs_unknown = 0
+        self.regs_from_slot = 0  # equal, and not frame 0's value: read from a save slot
 
     def check(self, name, ok, detail=""):
         if ok:
@@ -243,8 +276,9 @@ class Fixtures:
         must(["gcc", "-O2", "-static", "-o", w("sig-entry.cfi"), os.path.join(REPO, "tests", "common", "sig_entry.c")])
         must(["gcc"] + NOFP + ["-pthread", "-o", w("threads"), self.write("threads.c", THREADS_C)])
         must(["gcc"] + NOFP + ["-o", w("spin"), self.write("spin.c", SPIN_C)])
+        must(["gcc"] + NOFP + [f"-DSEED={SEED:#x}", "-o", w("regs"), self.write("regs.c", REGS_C)])
         for exe in ["chain", "chain-nopie", "chain-fp", "chain-noeh", "plt/plt", "plt/libbtlib.so", "sig",
-                    "threads", "spin"]:
+                    "threads", "spin", "regs"]:
             out = must(["readelf", "-S", "-W", w(exe)])
             if ".sframe" not in out:
                 sys.exit(f"setup failed: {exe} has no .sframe section (does gas support --gsframe?)")
@@ -303,6 +337,48 @@ def check_agreement(r, name, thread, expect_beyond=True):
     # Every compared frame had its CFA compared except SFrame's last.
     cfa_checked = sum(1 for f in c["frames"] if f["cfa"] is True)
     r.check(f"{name}: CFA compared on {n - 1} frames", cfa_checked == n - 1, f"{cfa_checked}")
+    check_callee_saved(r, name, thread)
+
+
+CALLEE_SAVED = ["rbx", "r12", "r13", "r14", "r15"]
+
+
+def check_callee_saved(r, name, thread):
+    """The recovered rbx, r12-r15 of every SFrame frame against libdwfl's for
+    the same frame: no value differs. Frame 0's are the thread's registers
+    in both; past it they come from each callee's code and stack."""
+    c = thread["comparison"].get("callee_saved")
+    if not r.check(f"{name}: callee-saved registers compared", c is not None, "no callee_saved comparison"):
+        return
+    r.check(f"{name}: no callee-saved register differs from CFI", c["differ"] == 0 and not c["differences"]
+            and c["compared"] == c["equal"] + c["unknown"], str(c))
+    sf = thread["sframe"]["frames"]
+    cf = thread["cfi"]["frames"]
+    r.check(f"{name}: frame 0's callee-saved registers are CFI's", sf[0].get("callee_saved") is not None
+            and sf[0]["callee_saved"] == cf[0].get("callee_saved")
+            and all(sf[0]["callee_saved"][k] is not None for k in CALLEE_SAVED), f"{sf[0]} {cf[0]}")
+    # The counts are the frames' values, recounted.
+    compared = equal = unknown = from_slot = 0
+    for i in range(1, min(len(sf), len(cf))):
+        ours, theirs = sf[i].get("callee_saved"), cf[i].get("callee_saved")
+        if ours is None or sf[i]["pc"] != cf[i]["pc"]:
+            continue
+        for k in CALLEE_SAVED:
+            if theirs[k] is None:
+                continue
+            compared += 1
+            if ours[k] is None:
+                unknown += 1
+            elif ours[k] == theirs[k]:
+                equal += 1
+                if ours[k] != sf[0]["callee_saved"][k]:
+                    from_slot += 1
+    r.check(f"{name}: callee-saved counts match the frames", (compared, equal, unknown) ==
+            (c["compared"], c["equal"], c["unknown"]), f"{(compared, equal, unknown)} vs {c}")
+    r.regs_compared += c["compared"]
+    r.regs_equal += c["equal"]
+    r.regs_unknown += c["unknown"]
+    r.regs_from_slot += from_slot
 
 
 def ends_in_libc(r, name, thread):
@@ -367,10 +443,80 @@ def test_text_output(r, bt, fx):
     r.check("text: end of the walk", "SFrame walk ended at #7: left the SFrame-covered modules: libc.so.6" in out,
             out)
     r.check("text: agreement count", "Compared 8 frames with CFI: 8 agree" in out, out)
+    m = re.search(r"Compared (\d+) callee-saved register values with CFI \(frames #1 on\): (\d+) equal, "
+                  r"(\d+) unknown to SFrame, 0 differ$", out, re.M)
+    r.check("text: callee-saved register count, none differ", m is not None and int(m[1]) > 0
+            and int(m[1]) == int(m[2]) + int(m[3]), out[-600:])
+    r.check("text: no registers without --registers", re.search(r"^    rbx=", out, re.M) is None, out)
     r.check("text: -v lists modules without SFrame",
             re.search(r"libc\.so\.6  no SFrame: no SFrame section", out) is not None and
             re.search(r"/chain  SFrame v[123] \(\.sframe, \d+ FDEs\)", out) is not None, out)
     r.check("text: summary line", out.rstrip().endswith("1 thread: 1 passed, 0 failed"), out[-200:])
+
+    rc, out, err = bt.run(["--registers", "--", fx.path("chain"), "segv"])
+    lines = re.findall(r"^    rbx=(0x[0-9a-f]+|<not saved>) r12=\S+ r13=\S+ r14=\S+ r15=\S+$", out, re.M)
+    # Frame 0's are the thread's registers: all known.
+    r.check("text: --registers prints every frame's rbx, r12-r15", rc == 0 and len(lines) == 8
+            and lines[0] != "<not saved>", out)
+    rc, out, err = bt.run(["--registers", "--no-callee-saved", "--", fx.path("chain"), "segv"])
+    r.check("usage: --registers with --no-callee-saved", rc == 2 and "--no-callee-saved" in err, err)
+
+
+REGS_NAMES = ["rleaf", "g1", "g2", "g3", "main"]
+
+
+def check_seeds(r, name, thread):
+    """Each g<k> frame's own rbx, r12-r15 and rbp are its five seeds (regs.c):
+    g1's are still in the registers, g2's and g3's were read from the save
+    slots of g1 and g2. The compiler chooses which register holds which."""
+    frames = thread["sframe"]["frames"]
+    for i, k in ((1, 0), (2, 1), (3, 2)):
+        f = frames[i]
+        want = {hex(SEED + 5 * k + j) for j in range(5)}
+        regs = f.get("callee_saved") or {}
+        got = {regs.get(x) for x in CALLEE_SAVED}
+        r.check(f"{name}: {f['symbol']}'s rbx, r12-r15 and rbp are its seeds", len(want & got) >= 4
+                and want <= got | {f["fp"]}, f"{regs} fp {f['fp']}, want {sorted(want)}")
+
+
+def test_registers(r, bt, fx):
+    rc, doc, err = bt.json(["--compare-cfi", "--", fx.path("regs")])
+    if not r.check("regs: exit 0", rc == 0 and doc is not None, f"rc {rc} {err}"):
+        return
+    t = doc["threads"][0]
+    r.check("regs: frames", own_names(t) == REGS_NAMES, str(names(t)))
+    check_seeds(r, "regs", t)
+    check_agreement(r, "regs", t)
+    # g2's and g3's seeds were read from the slots where g1 and g2 saved
+    # them: libdwfl read the same slots from CFI's rules.
+    sf, cf = t["sframe"]["frames"], t["cfi"]["frames"]
+    seeds = {hex(SEED + j) for j in range(15)}
+    from_slots = [(i, x) for i in (2, 3) for x in CALLEE_SAVED
+                  if sf[i]["callee_saved"][x] in seeds and cf[i]["callee_saved"][x] == sf[i]["callee_saved"][x]]
+    r.check("regs: seeds read from save slots, equal to CFI's", len(from_slots) >= 6,
+            f"{from_slots} {[f.get('callee_saved') for f in cf[:4]]}")
+
+
+def test_no_callee_saved(r, bt, fx):
+    """--no-callee-saved: no register recovered, none compared, and the
+    frames themselves unchanged."""
+    rc, on, err = bt.json(["--compare-cfi", "--", fx.path("chain"), "segv"])
+    rc2, off, err2 = bt.json(["--compare-cfi", "--no-callee-saved", "--", fx.path("chain"), "segv"])
+    if not r.check("no-callee-saved: exit 0", rc == 0 and rc2 == 0 and on is not None and off is not None,
+                   f"rc {rc} {rc2} {err} {err2}"):
+        return
+    t_on, t_off = on["threads"][0], off["threads"][0]
+    r.check("callee-saved: every SFrame frame has its registers in JSON",
+            all(set(f.get("callee_saved") or {}) == set(CALLEE_SAVED) for f in t_on["sframe"]["frames"]),
+            str(t_on["sframe"]["frames"]))
+    r.check("no-callee-saved: no frame has registers", all("callee_saved" not in f for f in t_off["sframe"]["frames"])
+            and all("callee_saved" not in f for f in t_off["cfi"]["frames"]), str(t_off["sframe"]["frames"][:2]))
+    r.check("no-callee-saved: nothing compared", t_off["comparison"]["callee_saved"] is None
+            and t_off["comparison"]["agree"], str(t_off["comparison"]))
+    strip = lambda fs: [{k: v for k, v in f.items() if k not in ("callee_saved", "pc", "sp", "fp", "cfa")}
+                        for f in fs]
+    r.check("no-callee-saved: the same frames", strip(t_on["sframe"]["frames"]) == strip(t_off["sframe"]["frames"]),
+            "")
 
 
 def test_stop_kinds(r, bt, fx):
@@ -576,6 +722,7 @@ def test_cores(r, bt, fx):
         ("chain-noeh", fx.path("chain-noeh"), ["segv"], [], [CHAIN_NAMES]),
         ("plt", fx.path("plt/plt"), [], [], [["crash_cb", "lib_inner", "lib_outer", "p1", "main"]]),
         ("sig", fx.path("sig"), [], ["handle SIGUSR1 nostop noprint pass"], [["h2", "h1", "handler"]]),
+        ("regs", fx.path("regs"), [], [], [REGS_NAMES]),
         ("threads", fx.path("threads"), [], [], [["m2", "m1", "main"],
                                                  ["w_spin", "w_mid", "w_outer"],
                                                  ["w_spin", "w_mid", "w_outer"]]),
@@ -600,6 +747,8 @@ def test_cores(r, bt, fx):
             check_cfa_chain(r, f"core {name}[{i}]", t)
             if compare:
                 check_agreement(r, f"core {name}[{i}]", t)
+        if name == "regs":
+            check_seeds(r, "core regs", ts[0])
         if not compare:
             rc, doc, err = bt.json(["--compare-cfi", "--core", core, exe])
             r.check(f"core {name}: --compare-cfi finds CFI missing (exit 1)", rc == 1 and doc is not None
@@ -697,7 +846,7 @@ def main():
     fx.build()
     r = Results(a.verbose)
     bt = Bt(a.sfunwind)
-    for test in [test_chain_variants, test_text_output, test_stop_kinds, test_deep, test_sframe_only,
+    for test in [test_chain_variants, test_text_output, test_registers, test_no_callee_saved, test_stop_kinds, test_deep, test_sframe_only,
                  test_wrong_sframe, test_plt, test_signals, test_signal_at_entry, test_threads, test_attach, test_cores,
                  test_committed_fixtures, test_usage]:
         try:
@@ -709,6 +858,12 @@ def main():
     if a.work is None:
         shutil.rmtree(work, ignore_errors=True)
     print(f"SFrame vs CFI: {r.equal} of {r.compared} frames agree in {r.walks} walks (live, attached and core)")
+    print(f"Callee-saved registers vs CFI: {r.regs_compared} compared, {r.regs_equal} equal "
+          f"({r.regs_from_slot} read from a save slot), {r.regs_unknown} unknown to SFrame, 0 differ")
+    r.check("callee-saved: registers compared with CFI over every walk", r.regs_compared > 0
+            and r.regs_equal > 0, f"{r.regs_compared}")
+    r.check("callee-saved: some values recovered from save slots, equal to CFI's", r.regs_from_slot > 0,
+            f"{r.regs_from_slot}")
     print(f"{r.passed} passed, {r.failed} failed")
     return 0 if r.failed == 0 else 1
 

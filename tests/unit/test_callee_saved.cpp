@@ -3,6 +3,7 @@
 // x86-64 code with known answers, hostile bytes, and every x86-64 fixture
 // and large program of every writer checked against its CFI (0 wrong).
 #include "catch.hpp"
+#include "fake_memory.hpp"
 #include "sfunwind/callee_saved/function_rules.hpp"
 #include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/check/callee_saved_check.hpp"
@@ -30,7 +31,7 @@ struct Span {
     std::int32_t cfa;
 };
 
-callee_saved::RowAt rows_of(std::vector<Span> spans) {
+callee_saved::RowAt rows_of(const std::vector<Span>& spans) {
     return [spans](std::uint64_t pc) -> std::optional<Row> {
         for (const auto& s : spans)
             if (pc >= s.begin && pc < s.end) {
@@ -76,6 +77,71 @@ TEST_CASE("callee-saved: a push, a write, a call and the restoring pop", "[calle
     // Outside the function: nothing is known.
     CHECK(f->at(0x100b, rbx).kind == RegRule::Kind::Undefined);
     CHECK(f->at(0xfff, rbx).kind == RegRule::Kind::Undefined);
+}
+
+TEST_CASE("callee-saved: values along a backtrace, frame by frame", "[callee_saved]") {
+    auto f = FunctionRules::analyse(
+        abi_amd64(), 0x1000, save_use_restore,
+        rows_of({{0x1000, 0x1001, 8}, {0x1001, 0x100a, 16}, {0x100a, 0x100b, 8}}));
+    REQUIRE(f);
+    Module m;
+    m.bias = 0x10000;
+    test::FakeMemory memory(0x6000, 0x2000, ByteOrder::Little);
+    memory.put64(0x7000 - 16, 0xaaa);
+    memory.hole(0x7200 - 16, 0x7200 - 8);
+    const auto frame = [&m](FrameAddress address, std::uint64_t cfa, bool signal) {
+        Frame fr;
+        fr.address = address;
+        fr.cfa = cfa;
+        fr.module = &m;
+        fr.row = Row{};
+        fr.row->signal_frame = signal;
+        return fr;
+    };
+    const std::vector<Frame> frames = {
+        // rbx written, saved at CFA-16.
+        frame(FrameAddress::instruction_pointer(0x11004), 0x7000, false),
+        // Called from the push's address: rbx and r12 both "same value".
+        frame(FrameAddress::return_address(0x11001), 0x7100, false),
+        // Saved at CFA-16, which cannot be read.
+        frame(FrameAddress::return_address(0x11009), 0x7200, false),
+        // A signal trampoline: its caller's registers are in the signal frame.
+        frame(FrameAddress::return_address(0x11009), 0x7300, true),
+        frame(FrameAddress::return_address(0x11009), 0x7400, false),
+    };
+    const std::vector<std::uint16_t> regs = {rbx, r12};
+    const std::vector<std::optional<std::uint64_t>> initial = {1, 2};
+    std::size_t asked = 0;
+    const auto values = callee_saved::walk_values(
+        frames, regs, initial,
+        [&](const Frame& fr) -> const FunctionRules* {
+            ++asked;
+            return fr.module == &m ? &*f : nullptr;
+        },
+        memory);
+    REQUIRE(values.size() == 5);
+    CHECK(asked == 3); // not for the signal frame, nor the last frame
+    CHECK(values[0].analysed);
+    CHECK(values[0].values[0] == 1);
+    CHECK(values[0].values[1] == 2);
+    CHECK(values[1].analysed);
+    CHECK(values[1].values[0] == 0xaaa); // from frame 0's slot
+    CHECK(values[1].values[1] == 2);     // same value
+    CHECK(values[2].values[0] == 0xaaa); // same value as frame 1's
+    CHECK(values[2].values[1] == 2);
+    CHECK(values[3].analysed);
+    CHECK(values[3].values[0] == std::nullopt); // unreadable slot
+    CHECK(values[3].values[1] == 2);
+    CHECK_FALSE(values[4].analysed);
+    CHECK(values[4].values[0] == std::nullopt);
+    CHECK(values[4].values[1] == std::nullopt);
+
+    // Unknown at frame 0 stays unknown through "same value".
+    const std::vector<std::optional<std::uint64_t>> no_r12 = {1, std::nullopt};
+    const auto partial = callee_saved::walk_values(
+        frames, regs, no_r12, [&](const Frame&) { return &*f; }, memory);
+    CHECK(partial[1].values[0] == 0xaaa);
+    CHECK(partial[2].values[1] == std::nullopt);
 }
 
 TEST_CASE("callee-saved: an SFrame row that disagrees with the count makes registers unknown",

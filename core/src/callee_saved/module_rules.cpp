@@ -91,4 +91,41 @@ std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::ui
     return n;
 }
 
+std::vector<FrameValues> walk_values(std::span<const Frame> frames,
+                                     std::span<const std::uint16_t> registers,
+                                     std::span<const std::optional<std::uint64_t>> initial,
+                                     const RulesOfFrame& rules_of, MemoryReader& memory) {
+    using Kind = SavedRegister::Kind;
+    const std::size_t n = std::min(registers.size(), FunctionRules::max_registers);
+    std::vector<FrameValues> out(frames.size());
+    if (frames.empty()) return out;
+    out[0].analysed = true;
+    for (std::size_t k = 0; k < n && k < initial.size(); ++k)
+        out[0].values[k] = initial[k];
+    for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
+        const Frame& f = frames[i];
+        // A signal frame's caller is the interrupted code, whose registers
+        // the kernel saved in the signal frame: nothing the trampoline's
+        // instructions tell.
+        if (f.module == nullptr || !f.row || f.row->signal_frame) continue;
+        const FunctionRules* rules = rules_of(f);
+        if (rules == nullptr) continue;
+        std::array<SavedRegister, FunctionRules::max_registers> saved{};
+        const std::size_t got =
+            recover(*rules, f.address.lookup_address() - f.module->bias, f.cfa, memory, saved);
+        FrameValues& next = out[i + 1];
+        next.analysed = true;
+        for (std::size_t k = 0; k < n; ++k) {
+            for (std::size_t s = 0; s < got; ++s) {
+                if (saved[s].reg != registers[k]) continue;
+                if (saved[s].kind == Kind::Value)
+                    next.values[k] = saved[s].value;
+                else if (saved[s].kind == Kind::SameValue)
+                    next.values[k] = out[i].values[k];
+            }
+        }
+    }
+    return out;
+}
+
 } // namespace sfunwind::callee_saved

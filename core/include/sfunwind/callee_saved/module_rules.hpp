@@ -1,19 +1,23 @@
 // SPDX-License-Identifier: MIT
 // The callee-saved register analysis of one module, per function, cached;
-// and the caller's values of those registers in one frame. What every
-// debugger adapter calls: the analysis itself is function_rules.hpp.
+// the caller's values of those registers in one frame; and their values in
+// every frame of a whole backtrace. What every debugger adapter and the CLI
+// call: the analysis itself is function_rules.hpp.
 #pragma once
 
 #include "sfunwind/abi.hpp"
 #include "sfunwind/callee_saved/function_rules.hpp"
+#include "sfunwind/unwind/backtrace.hpp"
 #include "sfunwind/unwind/step.hpp"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <vector>
 
 namespace sfunwind::callee_saved {
 
@@ -75,5 +79,30 @@ struct SavedRegister {
 // out.size() entries (registers() order); returns how many.
 std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::uint64_t cfa,
                     MemoryReader& memory, std::span<SavedRegister> out);
+
+// The analysis of the function a backtrace frame is in (from its module and
+// row), or null where there is none.
+using RulesOfFrame = std::function<const FunctionRules*(const Frame& frame)>;
+
+// One frame's own values of the registers a walk follows (walk_values()'s
+// `registers`, same order); nullopt where unknown.
+struct FrameValues {
+    // Whether the values come from the analysis: frame 0 (its live
+    // registers) and every frame whose callee frame the analysis covered.
+    // Elsewhere every value is unknown.
+    bool analysed = false;
+    std::array<std::optional<std::uint64_t>, FunctionRules::max_registers> values{};
+};
+
+// Each frame's values of `registers` along a whole backtrace, outward from
+// frame 0's `initial` values (registers order; nullopt where unknown). The
+// value of frame i+1 is recover() on frame i's function at frame i's CFA:
+// the slot's value, frame i's own value for "same value" (unknown if that
+// is), or unknown. One entry per frame; at most FunctionRules::max_registers
+// registers are followed.
+std::vector<FrameValues> walk_values(std::span<const Frame> frames,
+                                     std::span<const std::uint16_t> registers,
+                                     std::span<const std::optional<std::uint64_t>> initial,
+                                     const RulesOfFrame& rules_of, MemoryReader& memory);
 
 } // namespace sfunwind::callee_saved
