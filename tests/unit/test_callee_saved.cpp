@@ -324,3 +324,21 @@ TEST_CASE("callee-saved: a call to a function that never returns has no fall-thr
     REQUIRE(m != nullptr);
     CHECK(m->at(0x3013, rbx) == RegRule::same_value(RegRule::Source::Fre));
 }
+
+TEST_CASE("callee-saved: a signal trampoline is declined", "[callee_saved]") {
+    // __restore_rt: mov eax, 15; syscall. It writes no callee-saved
+    // register, but its caller's registers are in the signal frame.
+    const std::vector<std::uint8_t> code = {0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    const callee_saved::RowAt rows = [](std::uint64_t pc) -> std::optional<Row> {
+        if (pc < 0x5000 || pc >= 0x5007) return std::nullopt;
+        Row r;
+        r.cfa = CfaRule{abi_amd64().sp_reg, 8, false};
+        r.ra = RegRule::at_cfa(-8);
+        r.signal_frame = true;
+        return r;
+    };
+    auto f = FunctionRules::analyse(abi_amd64(), 0x5000, code, rows);
+    REQUIRE(!f);
+    CHECK(f.error().code() == Errc::Unsupported);
+    CHECK(f.error().message().find("signal trampoline") != std::string::npos);
+}

@@ -296,6 +296,16 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     std::vector<std::optional<Row>> row_of(insns.size());
     for (std::size_t k = 0; k < insns.size(); ++k)
         row_of[k] = rows(insns[k].address);
+    // A signal trampoline's caller is the interrupted code, whose registers
+    // the kernel saved in the signal frame (SFrame v3 section 2.3, the
+    // signal bit): nothing the trampoline's own code does says where.
+    for (const auto& r : row_of)
+        if (r && r->signal_frame)
+            return Error(Errc::Unsupported,
+                         "function at " + to_hex(start) +
+                             " is a signal trampoline: its caller's registers are in the signal "
+                             "frame",
+                         Address{start});
 
     // The entry state: every register holds its caller's value, CFA =
     // rsp+8, where the first row says this is a function entry.

@@ -51,7 +51,9 @@
 // within that); past a limit the function is declined. Bytes Capstone cannot
 // decode end the linear decode there: what follows is unknown.
 //
-// Only x86-64 is analysed; other ABIs are declined (every register unknown).
+// Only x86-64 is analysed; other ABIs, and signal trampolines (rows with
+// the signal flag: the caller's registers are in the signal frame), are
+// declined (every register unknown).
 #pragma once
 
 #include "sfunwind/abi.hpp"
