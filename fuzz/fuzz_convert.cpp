@@ -21,10 +21,6 @@ using fuzz::require;
 
 namespace {
 
-bool same_rule(const RegRule& a, const RegRule& b) {
-    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset;
-}
-
 void check_fde(const sframe::Section& s, std::uint32_t i, const sframe::FdeSpec& spec) {
     const std::string where = "FDE " + std::to_string(i) + " at " + to_hex(spec.start);
     auto fde = s.fde(i);
