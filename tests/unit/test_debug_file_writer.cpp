@@ -4,6 +4,7 @@
 // symbol yet (a local STT_FUNC in the section holding it), next to the
 // program's own .symtab and .dynsym entries.
 #include "catch.hpp"
+#include "open_elf.hpp"
 #include "sfunwind/cfi/dwarf_writer.hpp"
 #include "sfunwind/elf/debug_file_writer.hpp"
 #include "sfunwind/elf/elf_file.hpp"
@@ -17,12 +18,6 @@ using namespace sfunwind;
 
 namespace {
 
-elf::ElfFile open_file(const std::string& path) {
-    auto f = elf::ElfFile::open(path);
-    if (!f) FAIL(f.error().message());
-    return std::move(*f);
-}
-
 std::string temp_path(const std::string& name) {
     return (std::filesystem::temp_directory_path() /
             ("sfunwind-dbgfile-" + std::to_string(::getpid()) + "-" + name))
@@ -34,7 +29,7 @@ std::string temp_path(const std::string& name) {
 TEST_CASE("write_debug_file: a copy with .debug_frame and the missing function symbols") {
     const auto fixture =
         (test::source_dir() / "tests/fixtures/bin/gas-2.40/plt-O2-nofp-noeh/plt").string();
-    const elf::ElfFile program = open_file(fixture);
+    const elf::ElfFile program = test::open_elf(fixture);
     auto section = program.sframe();
     REQUIRE(section);
     auto frame = cfi::write_debug_frame(*section);
@@ -53,7 +48,7 @@ TEST_CASE("write_debug_file: a copy with .debug_frame and the missing function s
     if (!report) FAIL(report.error().message());
     CHECK(report->added_functions == 1);
 
-    const elf::ElfFile copy = open_file(out);
+    const elf::ElfFile copy = test::open_elf(out);
     std::remove(out.c_str());
     CHECK(copy.build_id() == program.build_id());
     CHECK(copy.program_headers().size() == program.program_headers().size());

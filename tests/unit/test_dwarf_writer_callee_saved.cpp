@@ -5,6 +5,7 @@
 // exactly the rules FunctionRules::at() gives, and the SFrame rows' CFA, RA
 // and FP rules are unchanged by the extra rows.
 #include "catch.hpp"
+#include "open_elf.hpp"
 #include "sfunwind/callee_saved/debug_frame_rules.hpp"
 #include "sfunwind/cfi/cfi_table.hpp"
 #include "sfunwind/cfi/dwarf_writer.hpp"
@@ -19,12 +20,6 @@
 using namespace sfunwind;
 
 namespace {
-
-elf::ElfFile open_file(const std::string& path) {
-    auto f = elf::ElfFile::open(path);
-    if (!f) FAIL(f.error().message());
-    return std::move(*f);
-}
 
 // The debug file of `program` with `frame` as its .debug_frame, removed at
 // the end of the test.
@@ -96,13 +91,14 @@ struct Counts {
 };
 
 void check_file(const std::string& rel, Counts& counts) {
-    const elf::ElfFile program = open_file((test::source_dir() / "tests/fixtures" / rel).string());
+    const elf::ElfFile program =
+        test::open_elf((test::source_dir() / "tests/fixtures" / rel).string());
     auto section = program.sframe();
     if (!section) return; // no SFrame (a shared library of lld)
     auto frame = cfi::write_debug_frame(*section, with_analysis(program, *section));
     REQUIRE(frame);
     const DebugFile debug(program, frame->bytes, std::to_string(counts.functions));
-    const elf::ElfFile copy = open_file(debug.path());
+    const elf::ElfFile copy = test::open_elf(debug.path());
     auto table = cfi::CfiTable::open(copy, cfi::Source::DebugFrame);
     REQUIRE(table);
     const auto regs = untracked_callee_saved(section->abi());
@@ -144,7 +140,7 @@ void check_file(const std::string& rel, Counts& counts) {
 
 // A one-function SFrame section's debug frame, with the callback's rules.
 std::vector<std::uint8_t> plt_frame(const cfi::CalleeSavedRules& rules) {
-    const elf::ElfFile program = open_file(
+    const elf::ElfFile program = test::open_elf(
         (test::source_dir() / "tests/fixtures/bin/gas-2.47/plt-O2-nofp-noeh/plt").string());
     auto section = program.sframe();
     REQUIRE(section);
@@ -201,7 +197,7 @@ TEST_CASE("write_debug_frame: callee-saved slots that are not a multiple of 8") 
     // CFA-12 is written as an expression (DWARF 5 section 6.4.2.3,
     // DW_CFA_expression: DW_OP_consts -12; DW_OP_plus) that reads back as
     // CFA-12.
-    const elf::ElfFile program = open_file(
+    const elf::ElfFile program = test::open_elf(
         (test::source_dir() / "tests/fixtures/bin/gas-2.47/plt-O2-nofp-noeh/plt").string());
     auto section = program.sframe();
     REQUIRE(section);
@@ -223,7 +219,7 @@ TEST_CASE("write_debug_frame: callee-saved slots that are not a multiple of 8") 
     REQUIRE(frame);
     REQUIRE(first != 0);
     const DebugFile debug(program, frame->bytes, "misaligned");
-    const elf::ElfFile copy = open_file(debug.path());
+    const elf::ElfFile copy = test::open_elf(debug.path());
     auto table = cfi::CfiTable::open(copy, cfi::Source::DebugFrame);
     REQUIRE(table);
     auto at0 = table->at(first);
