@@ -93,13 +93,13 @@ void walk(ThreadWalk& t, const ThreadRegisters& regs, const Abi& abi, const Modu
     bo.max_frames = o.max_frames;
     t.sframe = backtrace(set, table.frame_regs(abi, regs.pc), memory, &table, bo);
     t.end = classify(t.sframe, modules, t.end_message);
-    if (o.callee_saved && abi.arch == Arch::X86_64)
+    if (o.callee_saved && callee_saved::supported(abi))
         recover_callee_saved(t, regs, abi, modules, memory);
 }
 
 void compare_all(std::vector<ThreadWalk>& threads, DwflSession& session, const Abi& abi,
                  const BtOptions& o) {
-    const bool callee_saved = o.callee_saved && abi.arch == Arch::X86_64;
+    const bool callee_saved = o.callee_saved && callee_saved::supported(abi);
     auto cfi = session.unwind_all(abi, o.max_frames, callee_saved);
     for (auto& t : threads) {
         if (!t.error.empty()) continue;

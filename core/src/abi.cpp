@@ -18,13 +18,13 @@ constexpr std::array<const char*, 16> s390x_fpr_names = {"f0", "f2",  "f4",  "f6
                                                          "f5", "f7",  "f8",  "f10", "f12", "f14",
                                                          "f9", "f11", "f13", "f15"};
 
-const Abi amd64{Arch::X86_64, ByteOrder::Little, "amd64", 7, 6, 16, 0, false, 16, -8};
-const Abi aarch64_le{Arch::AArch64, ByteOrder::Little, "aarch64", 31, 29, 30, 0, true, 16, 0};
-const Abi aarch64_be{Arch::AArch64, ByteOrder::Big, "aarch64_be", 31, 29, 30, 0, true, 16, 0};
+const Abi amd64{Arch::X86_64, ByteOrder::Little, "amd64", 7, 6, 16, 0, false, 16, -8, 128};
+const Abi aarch64_le{Arch::AArch64, ByteOrder::Little, "aarch64", 31, 29, 30, 0, true, 16, 0, 0};
+const Abi aarch64_be{Arch::AArch64, ByteOrder::Big, "aarch64_be", 31, 29, 30, 0, true, 16, 0, 0};
 // s390x ELF ABI: CFA = caller's SP + 160 (SFrame v3 section 3.1.3).
-const Abi s390x{Arch::S390x, ByteOrder::Big, "s390x", 15, 11, 14, -160, true, 8, 0};
-const Abi ppc64_be{Arch::Ppc64, ByteOrder::Big, "ppc64", 1, 31, 65, 0, true, 16, 0};
-const Abi ppc64_le{Arch::Ppc64, ByteOrder::Little, "ppc64le", 1, 31, 65, 0, true, 16, 0};
+const Abi s390x{Arch::S390x, ByteOrder::Big, "s390x", 15, 11, 14, -160, true, 8, 0, 0};
+const Abi ppc64_be{Arch::Ppc64, ByteOrder::Big, "ppc64", 1, 31, 65, 0, true, 16, 0, 288};
+const Abi ppc64_le{Arch::Ppc64, ByteOrder::Little, "ppc64le", 1, 31, 65, 0, true, 16, 0, 288};
 
 constexpr std::array<std::uint16_t, 5> amd64_untracked{3, 12, 13, 14, 15};
 constexpr std::array<std::uint16_t, 18> aarch64_untracked{19, 20, 21, 22, 23, 24, 25, 26, 27,

@@ -199,9 +199,13 @@ gdb_status unwind(gdb_reader_funcs*, gdb_unwind_callbacks* cb) {
         // The callee-saved registers the function's code places; the
         // others stay unset, which GDB shows as <not saved>. The JIT
         // interface numbers registers as DWARF does.
+        // AArch64 DWARF 64-95 are GDB's 16-byte v0-v31, of which AAPCS64
+        // preserves (and the analysis recovers) the low 8 bytes only: they
+        // are not set, as a whole register value would be half a guess.
         for (std::size_t i = 0; i < u->out.saved_count; ++i) {
             const auto& r = u->out.saved[i];
-            if (r.kind == sfunwind::callee_saved::SavedRegister::Kind::Value)
+            const bool vector = abi.arch == Arch::AArch64 && r.reg >= 64;
+            if (r.kind == sfunwind::callee_saved::SavedRegister::Kind::Value && !vector)
                 set_reg(cb, r.reg, r.value, abi.order);
         }
         st.have_last = true;

@@ -118,7 +118,7 @@ Expected<CacheEntry> DebugFileCache::ensure(const elf::ModuleRows& file, const s
     const std::span<const std::uint8_t> sframe_bytes = file.sframe()->view().bytes();
     entry.sframe_bytes = file.sframe()->used_size();
     // Read once: the setting may change on another thread meanwhile.
-    const bool callee_saved = callee_saved_ && file.sframe()->abi().arch == Arch::X86_64;
+    const bool callee_saved = callee_saved_ && callee_saved::supported(file.sframe()->abi());
     const std::string stamp = stamp_text(sframe_bytes, base, callee_saved);
     const std::string stamp_path = entry.path + ".stamp";
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The callee-saved register analysis (sfunwind/callee_saved/): hand-made
-// x86-64 code with known answers, hostile bytes, and every x86-64 fixture
-// and large program of every writer checked against its CFI (0 wrong).
+// x86-64 and AArch64 code with known answers, hostile bytes, and every
+// fixture and large program of every writer checked against its CFI (0 wrong).
 #include "catch.hpp"
 #include "fake_memory.hpp"
 #include "sfunwind/callee_saved/function_rules.hpp"
@@ -186,8 +186,92 @@ TEST_CASE("callee-saved: a mid-function return keeps the saves of the code after
     CHECK(f->at(0x2007, rbx).kind == RegRule::Kind::Undefined);
 }
 
+namespace {
+
+// AArch64 rows: CFA = sp + offset, or x29 + offset where `fp` is set.
+struct A64Span {
+    std::uint64_t begin;
+    std::uint64_t end;
+    std::int32_t cfa;
+    bool fp = false;
+};
+
+callee_saved::RowAt aarch64_rows(const std::vector<A64Span>& spans) {
+    return [spans](std::uint64_t pc) -> std::optional<Row> {
+        const Abi& abi = abi_aarch64(ByteOrder::Little);
+        for (const auto& s : spans)
+            if (pc >= s.begin && pc < s.end) {
+                Row r;
+                r.pc_begin = s.begin;
+                r.pc_end = s.end;
+                r.cfa = CfaRule{s.fp ? abi.fp_reg : abi.sp_reg, s.cfa, false};
+                return r;
+            }
+        return std::nullopt;
+    };
+}
+
+std::vector<std::uint8_t> a64_words(std::initializer_list<std::uint32_t> words) {
+    std::vector<std::uint8_t> out;
+    for (const std::uint32_t w : words)
+        for (int i = 0; i < 4; ++i)
+            out.push_back(static_cast<std::uint8_t>(w >> (8 * i)));
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("callee-saved: AArch64 pair stores with writeback, str/ldr of x19, d8", "[callee_saved]") {
+    const Abi& abi = abi_aarch64(ByteOrder::Little);
+    constexpr std::uint16_t x19 = 19;
+    constexpr std::uint16_t d8 = 72;
+    // stp x29, x30, [sp, #-32]!; mov x29, sp; str x19, [sp, #16]; mov x19, x0;
+    // bl .+4; ldr x19, [sp, #16]; ldp x29, x30, [sp], #32; ret
+    const auto code = a64_words({0xa9be7bfd, 0x910003fd, 0xf9000bf3, 0xaa0003f3, 0x94000001,
+                                 0xf9400bf3, 0xa8c27bfd, 0xd65f03c0});
+    auto f = FunctionRules::analyse(
+        abi, 0x1000, code,
+        aarch64_rows({{0x1000, 0x1004, 0}, {0x1004, 0x1008, 32}, {0x1008, 0x101c, 32, true},
+                      {0x101c, 0x1020, 0}}));
+    REQUIRE(f);
+    CHECK(f->stats().instructions == 8);
+    CHECK(f->at(0x1008, x19) == RegRule::same_value(RegRule::Source::Fre));
+    // Stored at sp+16 = CFA-16, and still in the register.
+    CHECK(f->at(0x100c, x19) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(f->slot_at(0x100c, 0) == -16);
+    // Overwritten: only the slot has it, across the call.
+    CHECK(f->at(0x1010, x19) == RegRule::at_cfa(-16));
+    CHECK(f->at(0x1014, x19) == RegRule::at_cfa(-16));
+    // Loaded back from its own slot.
+    CHECK(f->at(0x1018, x19) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(f->at(0x101c, x19) == RegRule::same_value(RegRule::Source::Fre));
+
+    // stp d8, d9, [sp, #-16]!; fmov d8, #1.0; ldp d8, d9, [sp], #16; ret
+    const auto fp_code = a64_words({0x6dbf27e8, 0x1e6e1008, 0x6cc127e8, 0xd65f03c0});
+    auto g = FunctionRules::analyse(
+        abi, 0x2000, fp_code,
+        aarch64_rows({{0x2000, 0x2004, 0}, {0x2004, 0x200c, 16}, {0x200c, 0x2010, 0}}));
+    REQUIRE(g);
+    CHECK(g->at(0x2004, d8) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(g->at(0x2008, d8) == RegRule::at_cfa(-16));
+    CHECK(g->at(0x200c, d8) == RegRule::same_value(RegRule::Source::Fre));
+    // Past the restoring ldp the slot is below SP, and AArch64 has no red zone.
+    CHECK(!g->slot_at(0x200c, 10));
+}
+
+TEST_CASE("callee-saved: AArch64 code whose SFrame rows disagree with the count is unknown",
+          "[callee_saved]") {
+    // The same prologue, with a row that says CFA = sp + 48 after the stp.
+    const auto code = a64_words({0xa9be7bfd, 0xf9000bf3, 0xaa0003f3, 0xd65f03c0});
+    auto f = FunctionRules::analyse(abi_aarch64(ByteOrder::Little), 0x1000, code,
+                                    aarch64_rows({{0x1000, 0x1004, 0}, {0x1004, 0x1010, 48}}));
+    REQUIRE(f);
+    CHECK(f->stats().anchor_conflicts >= 1);
+    CHECK(f->at(0x100c, 19).kind == RegRule::Kind::Undefined);
+}
+
 TEST_CASE("callee-saved: other ABIs are declined, oversized functions too", "[callee_saved]") {
-    auto a = FunctionRules::analyse(abi_aarch64(ByteOrder::Little), 0x1000, save_use_restore,
+    auto a = FunctionRules::analyse(abi_ppc64(ByteOrder::Big), 0x1000, save_use_restore,
                                     rows_of({}));
     REQUIRE(!a);
     CHECK(a.error().code() == Errc::Unsupported);
@@ -251,6 +335,32 @@ TEST_CASE("callee-saved: 0 wrong against CFI on every x86-64 fixture", "[callee_
     }
     CHECK(files >= 60);
     CHECK(static_cast<double>(agreeing) / static_cast<double>(compared) >= 0.95);
+}
+
+TEST_CASE("callee-saved: 0 wrong against CFI on every AArch64 fixture",
+          "[callee_saved][fixtures]") {
+    const auto bin = test::source_dir() / "tests" / "fixtures" / "bin";
+    std::size_t files = 0;
+    for (const char* writer : {"gas-2.40-aarch64", "gas-2.47-aarch64"}) {
+        for (const auto& entry : std::filesystem::directory_iterator(bin / writer)) {
+            if (!entry.is_regular_file()) continue;
+            auto file = elf::ElfFile::open(entry.path().string());
+            REQUIRE(file);
+            auto report = check::check_callee_saved(*file);
+            INFO(entry.path().string());
+            REQUIRE(report);
+            CHECK(report->abi == "aarch64");
+            CHECK(report->counts.wrong == 0);
+            for (const auto& w : report->wrong)
+                INFO(w.function << " " << w.pc << " " << w.reg << ": " << w.analysis << " vs "
+                                << w.cfi);
+            CHECK(report->counts.compared >= 2000);
+            CHECK(report->counts.equal + report->counts.equivalent >=
+                  report->counts.compared * 99 / 100);
+            ++files;
+        }
+    }
+    CHECK(files == 7);
 }
 
 TEST_CASE("callee-saved: 0 wrong against CFI on SQLite (GCC 16 + gas 2.47, clang 23)",

@@ -30,7 +30,17 @@ struct Abi {
     // this (x86-64: -8, SFrame v3 section 3.1.1 sfh_cfa_fixed_ra_offset); 0
     // where the RA arrives in a register and has rules of its own.
     std::int8_t fixed_ra_offset;
+    // Bytes below the SP that asynchronous code (a signal handler's frame)
+    // leaves alone: x86-64 psABI section 3.2.2 (128), the 64-bit PowerPC
+    // ELF ABIs' protected zone (288), none on AArch64 (AAPCS64) and s390x.
+    std::uint16_t red_zone;
 };
+
+// CFA = SP + this at a function's first instruction: the caller's SP plus
+// what the call pushed (x86-64: 8) or the ABI's CFA bias (s390x: 160).
+constexpr std::int32_t entry_cfa_offset(const Abi& abi) noexcept {
+    return -abi.sp_from_cfa - abi.fixed_ra_offset;
+}
 
 // The ABIs sfunwind knows. Numbers are the DWARF register numbers of each
 // psABI (x86-64: rsp 7, rbp 6, rip 16; AArch64: sp 31, x29 29, x30 30; s390x:

@@ -27,7 +27,7 @@ std::vector<cfi::CalleeSavedChange> debug_frame_changes(const FunctionRules& rul
 cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows) {
     return [&abi, code = std::move(code), rows = std::move(rows)](
                std::uint64_t start, std::uint64_t size) -> std::vector<cfi::CalleeSavedChange> {
-        if (abi.arch != Arch::X86_64) return {};
+        if (!supported(abi)) return {};
         const auto bytes = code(start, size);
         if (!bytes) return {};
         auto analysed = FunctionRules::analyse(abi, start, *bytes, rows);

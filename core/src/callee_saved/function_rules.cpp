@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "sfunwind/callee_saved/function_rules.hpp"
 
-#include "x86_64_decoder.hpp"
+#include "instruction.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -11,6 +11,7 @@ namespace sfunwind::callee_saved {
 namespace {
 
 using detail::Base;
+using detail::Code;
 using detail::Flow;
 using detail::FpEffect;
 using detail::Instruction;
@@ -126,7 +127,7 @@ void invalidate(State& s, std::int64_t begin, std::int64_t size) {
     }
 }
 
-void transfer(State& s, const Instruction& in) {
+void transfer(State& s, const Code& code, const Instruction& in) {
     // Memory written. A call's callee uses the stack below SP: every slot
     // there is gone.
     // Stores through other registers, through rbp at an offset the count
@@ -155,23 +156,27 @@ void transfer(State& s, const Instruction& in) {
         }
     }
     // A whole register stored while it holds its caller's value: its slot.
-    if (in.saved >= 0) {
-        const auto i = static_cast<std::size_t>(static_cast<std::uint8_t>(in.saved));
+    for (const auto& save : code.saves(in)) {
+        const std::size_t i = save.index;
         const std::uint32_t bit = 1U << i;
-        const auto at = cfa_relative(s, in.store_base, in.store_disp);
+        const auto at = cfa_relative(s, in.store_base, save.disp);
         if (at && (s.intact & bit) != 0 && (s.slot_valid & bit) == 0) {
             s.slot[i] = *at;
             s.slot_valid |= bit;
         }
     }
     // A whole register loaded: its caller's value again only from its slot.
-    if (in.loaded >= 0) {
-        const auto i = static_cast<std::size_t>(static_cast<std::uint8_t>(in.loaded));
+    // (Both loads of one instruction read memory before either is written.)
+    std::uint32_t restored = 0;
+    std::uint32_t lost = 0;
+    for (const auto& load : code.loads(in)) {
+        const std::size_t i = load.index;
         const std::uint32_t bit = 1U << i;
-        const auto at = cfa_relative(s, in.load_base, in.load_disp);
+        const auto at = cfa_relative(s, in.load_base, load.disp);
         const bool from_slot = at && (s.slot_valid & bit) != 0 && s.slot[i] == *at;
-        s.intact = from_slot ? (s.intact | bit) : (s.intact & ~bit);
+        (from_slot ? restored : lost) |= bit;
     }
+    s.intact = (s.intact | restored) & ~lost;
     s.intact &= ~in.clobbered;
     s.alt_valid &= s.intact;
 
@@ -211,11 +216,9 @@ void transfer(State& s, const Instruction& in) {
     if (s.fp_known && (s.fp < -frame_limit || s.fp > frame_limit)) s.fp_known = false;
 }
 
-// Below the stack pointer, only the psABI's 128-byte red zone (section
-// 3.2.2) is safe from a signal handler's frame.
-constexpr std::int64_t red_zone = 128;
-
-std::int32_t encode_offset(const State& s, std::int64_t slot) {
+// Below the stack pointer, only the ABI's red zone (Abi::red_zone; x86-64
+// psABI section 3.2.2: 128 bytes) is safe from a signal handler's frame.
+std::int32_t encode_offset(const State& s, std::int64_t slot, std::int64_t red_zone) {
     if (s.sp_known && slot < -s.sp - red_zone) return FunctionRules::unknown;
     if (slot < std::numeric_limits<std::int32_t>::min() + 2 ||
         slot > std::numeric_limits<std::int32_t>::max())
@@ -224,41 +227,45 @@ std::int32_t encode_offset(const State& s, std::int64_t slot) {
 }
 
 // The slot of register i when it still holds the caller's value, or unknown.
-std::int32_t encode_slot(const State& s, std::size_t i) {
+std::int32_t encode_slot(const State& s, std::size_t i, std::int64_t red_zone) {
     const std::uint32_t bit = 1U << i;
     if (!s.reached || (s.slot_valid & bit) == 0) return FunctionRules::unknown;
-    return encode_offset(s, s.slot[i]);
+    return encode_offset(s, s.slot[i], red_zone);
 }
 
 // The slot, or where the register holds the value on every path, a slot
 // that does on some of them.
-std::int32_t encode_second(const State& s, std::size_t i) {
-    const std::int32_t slot = encode_slot(s, i);
+std::int32_t encode_second(const State& s, std::size_t i, std::int64_t red_zone) {
+    const std::int32_t slot = encode_slot(s, i, red_zone);
     if (slot != FunctionRules::unknown) return slot;
     const std::uint32_t bit = 1U << i;
     if (!s.reached || (s.intact & bit) == 0 || (s.alt_valid & bit) == 0)
         return FunctionRules::unknown;
-    return encode_offset(s, s.alt[i]);
+    return encode_offset(s, s.alt[i], red_zone);
 }
 
 // The rule: "same value" while the register holds the caller's value (a
 // fact that rests on every write to it being seen, which Capstone's access
 // lists give), else its slot, else unknown.
-std::int32_t encode_rule(const State& s, std::size_t i) {
+std::int32_t encode_rule(const State& s, std::size_t i, std::int64_t red_zone) {
     if (s.reached && (s.intact & (1U << i)) != 0) return FunctionRules::same_value;
-    return encode_slot(s, i);
+    return encode_slot(s, i, red_zone);
 }
 
 } // namespace
+
+bool supported(const Abi& abi) noexcept {
+    return detail::decodable(abi) && !untracked_callee_saved(abi).empty();
+}
 
 Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t start,
                                                std::span<const std::uint8_t> code,
                                                const RowAt& rows, const Limits& limits,
                                                const CodeFacts& facts) {
-    if (abi.arch != Arch::X86_64)
+    if (!supported(abi))
         return Error(Errc::Unsupported,
-                     "callee-saved registers are recovered from x86-64 code only, not " +
-                         std::string(abi.name),
+                     "callee-saved registers are not recovered from " + std::string(abi.name) +
+                         " code",
                      Address{start});
     // Offsets are kept in 32 bits, whatever the limit asks.
     if (code.size() > limits.max_bytes || code.size() > std::numeric_limits<std::uint32_t>::max())
@@ -273,9 +280,12 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     out.registers_ = untracked_callee_saved(abi);
     const std::size_t nregs = std::min(out.registers_.size(), max_registers);
 
-    std::vector<Instruction> insns;
-    if (!detail::decode_x86_64(start, code, out.registers_.first(nregs), insns))
-        return Error(Errc::Unsupported, "Capstone cannot decode x86-64", Address{start});
+    Code decoded;
+    if (!detail::decode(abi, start, code, out.registers_.first(nregs), decoded))
+        return Error(Errc::Unsupported,
+                     "Capstone cannot decode " + std::string(abi.name) + " code",
+                     Address{start});
+    const std::vector<Instruction>& insns = decoded.instructions;
     out.stats_.instructions = static_cast<std::uint32_t>(insns.size());
     const std::uint64_t decoded_end =
         insns.empty() ? start : insns.back().address + insns.back().size;
@@ -307,15 +317,15 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
                              "frame",
                          Address{start});
 
-    // The entry state: every register holds its caller's value, CFA =
-    // rsp+8, where the first row says this is a function entry.
+    // The entry state: every register holds its caller's value, CFA = SP +
+    // entry_cfa_offset(abi), where the first row says this is a function entry.
     std::vector<State> before(insns.size());
     if (!insns.empty()) {
         State entry;
         entry.reached = true;
         const auto& first = row_of[0];
         const bool is_entry = first && !first->cfa.deref && first->cfa.reg == abi.sp_reg &&
-                              first->cfa.offset == -abi.fixed_ra_offset;
+                              first->cfa.offset == entry_cfa_offset(abi);
         if (is_entry) entry.intact = (nregs >= 32 ? ~0U : (1U << nregs) - 1);
         before[0] = entry;
     }
@@ -345,7 +355,7 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
             const Instruction& in = insns[k];
             if (in.flow == Flow::Indirect || (facts.landing_pads && in.flow == Flow::Call))
                 body = meet(body, s);
-            transfer(s, in);
+            transfer(s, decoded, in);
             const bool returning_call =
                 in.flow == Flow::Call &&
                 !(in.direct_call && facts.never_returns && facts.never_returns(in.target));
@@ -402,8 +412,8 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
         State s = before[k];
         if (s.reached && row_of[k]) anchor(s, *row_of[k], abi, out.stats_);
         for (std::size_t i = 0; i < nregs; ++i) {
-            codes[i] = encode_rule(s, i);
-            codes[nregs + i] = encode_second(s, i);
+            codes[i] = encode_rule(s, i, abi.red_zone);
+            codes[nregs + i] = encode_second(s, i, abi.red_zone);
         }
         const bool same_as_last =
             !out.change_offsets_.empty() &&

@@ -2,7 +2,7 @@
 #include "sfunwind/callee_saved/module_rules.hpp"
 
 #include "sfunwind/bytes.hpp"
-#include "x86_64_decoder.hpp"
+#include "instruction.hpp"
 
 #include <algorithm>
 #include <array>
@@ -44,13 +44,15 @@ const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t si
 }
 
 bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
-    if (abi.arch != Arch::X86_64) return false;
+    if (!supported(abi)) return false;
     const auto row = rows(target);
     if (!row || row->func_start != target || row->func_size == 0) return false;
     const auto bytes = code(target, row->func_size);
     if (!bytes) return false;
-    std::vector<detail::Instruction> insns;
-    if (!detail::decode_x86_64(target, *bytes, {}, insns) || insns.empty()) return false;
+    detail::Code decoded;
+    if (!detail::decode(abi, target, *bytes, {}, decoded) || decoded.instructions.empty())
+        return false;
+    const auto& insns = decoded.instructions;
     const std::uint64_t end = target + row->func_size;
     // Undecoded bytes may hold a return.
     if (insns.back().address + insns.back().size != end) return false;

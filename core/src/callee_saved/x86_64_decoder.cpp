@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "x86_64_decoder.hpp"
+#include "instruction.hpp"
 
 #include <array>
 #include <capstone/capstone.h>
@@ -147,12 +147,19 @@ struct InsnDeleter {
     void operator()(cs_insn* i) const { cs_free(i, 1); }
 };
 
+// An instruction's saves and loads (x86-64 moves one register at most).
+struct Accesses {
+    std::optional<RegisterAccess> save;
+    std::optional<RegisterAccess> load;
+};
+
 class Reducer {
   public:
     Reducer(csh h, std::span<const std::uint16_t> tracked) : h_(h), tracked_(tracked) {}
 
-    Instruction reduce(const cs_insn& insn) const {
+    void reduce(const cs_insn& insn, Code& code) const {
         Instruction out;
+        Accesses a;
         out.address = insn.address;
         out.size = static_cast<std::uint8_t>(insn.size);
         const cs_x86& x = insn.detail->x86;
@@ -160,10 +167,10 @@ class Reducer {
         flow(insn, x, out);
         switch (insn.id) {
         case X86_INS_PUSH:
-            push(x, out);
+            push(x, out, a);
             break;
         case X86_INS_POP:
-            pop(x, out);
+            pop(x, out, a);
             break;
         case X86_INS_LEAVE:
             // rsp = rbp; pop rbp.
@@ -177,10 +184,13 @@ class Reducer {
             out.store_size = 8;
             break;
         default:
-            general(insn, x, out);
+            general(insn, x, out, a);
             break;
         }
-        return out;
+        code.add(out, a.save ? std::span<const RegisterAccess>(&*a.save, 1)
+                             : std::span<const RegisterAccess>{},
+                 a.load ? std::span<const RegisterAccess>(&*a.load, 1)
+                        : std::span<const RegisterAccess>{});
     }
 
   private:
@@ -243,7 +253,7 @@ class Reducer {
         out.flow = unconditional ? Flow::Jump : Flow::Branch;
     }
 
-    void push(const cs_x86& x, Instruction& out) const {
+    void push(const cs_x86& x, Instruction& out, Accesses& a) const {
         out.sp = SpEffect::Add;
         out.sp_delta = -8;
         out.store_base = Base::Sp;
@@ -251,7 +261,7 @@ class Reducer {
         out.store_size = 8;
         if (x.op_count == 1 && x.operands[0].type == X86_OP_REG && is_full(x.operands[0].reg)) {
             const int t = tracked_index(x.operands[0].reg);
-            if (t >= 0) out.saved = static_cast<std::int8_t>(t);
+            if (t >= 0) a.save = RegisterAccess{static_cast<std::uint8_t>(t), -8};
         }
         if (x.op_count == 1 && x.operands[0].type == X86_OP_REG && x.operands[0].size != 8) {
             out.sp_delta = -static_cast<std::int64_t>(x.operands[0].size);
@@ -260,7 +270,7 @@ class Reducer {
         }
     }
 
-    void pop(const cs_x86& x, Instruction& out) const {
+    void pop(const cs_x86& x, Instruction& out, Accesses& a) const {
         out.sp = SpEffect::Add;
         out.sp_delta = 8;
         if (x.op_count != 1) {
@@ -277,9 +287,8 @@ class Reducer {
             if (d == dwarf_rbp) out.fp = FpEffect::Unknown;
             const int t = tracked_index(op.reg);
             if (t >= 0) {
-                out.loaded = static_cast<std::int8_t>(t);
+                a.load = RegisterAccess{static_cast<std::uint8_t>(t), 0};
                 out.load_base = Base::Sp;
-                out.load_disp = 0;
             }
             if (op.size != 8) out.sp_delta = op.size;
         } else if (op.type == X86_OP_MEM) {
@@ -290,7 +299,7 @@ class Reducer {
         }
     }
 
-    void general(const cs_insn& insn, const cs_x86& x, Instruction& out) const {
+    void general(const cs_insn& insn, const cs_x86& x, Instruction& out, Accesses& a) const {
         // `lock or qword ptr [rsp], 0` (a memory barrier) and its kin write
         // the value the memory already holds.
         const bool keeps_value = (insn.id == X86_INS_OR || insn.id == X86_INS_ADD ||
@@ -316,15 +325,14 @@ class Reducer {
             const cs_x86_op& src = x.operands[1];
             if (dst.type == X86_OP_MEM && src.type == X86_OP_REG && is_full(src.reg)) {
                 const int t = tracked_index(src.reg);
-                if (t >= 0) out.saved = static_cast<std::int8_t>(t);
+                if (t >= 0) a.save = RegisterAccess{static_cast<std::uint8_t>(t), out.store_disp};
             }
             if (dst.type == X86_OP_REG && src.type == X86_OP_MEM && is_full(dst.reg)) {
                 const int t = tracked_index(dst.reg);
                 const Base b = base_of(src.mem);
                 if (t >= 0) {
-                    out.loaded = static_cast<std::int8_t>(t);
+                    a.load = RegisterAccess{static_cast<std::uint8_t>(t), src.mem.disp};
                     out.load_base = b;
-                    out.load_disp = src.mem.disp;
                 }
             }
         }
@@ -351,7 +359,7 @@ class Reducer {
                 if (out.fp == FpEffect::None) out.fp = FpEffect::Unknown;
             }
             const int t = tracked_index(written[i]);
-            if (t >= 0 && t != out.loaded) out.clobbered |= 1U << t;
+            if (t >= 0 && !(a.load && static_cast<int>(a.load->index) == t)) out.clobbered |= 1U << t;
         }
     }
 
@@ -396,7 +404,7 @@ class Reducer {
 } // namespace
 
 bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
-                   std::span<const std::uint16_t> tracked, std::vector<Instruction>& out) {
+                   std::span<const std::uint16_t> tracked, Code& out) {
     // One handle per thread: Capstone handles are not shared between threads,
     // and opening one costs more than decoding a small function.
     thread_local Handle handle;
@@ -408,7 +416,7 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
     std::size_t left = code.size();
     std::uint64_t address = start;
     while (left > 0 && cs_disasm_iter(handle.h, &p, &left, &address, insn.get()))
-        out.push_back(reducer.reduce(*insn));
+        reducer.reduce(*insn, out);
     return true;
 }
 

@@ -29,11 +29,10 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
     auto cfi = cfi::CfiTable::open(file, options.cfi_source);
     if (!cfi) return std::move(cfi).error();
     const Abi& abi = section->abi();
-    if (abi.arch != Arch::X86_64)
-        return Error(Errc::Unsupported, file.name() +
-                                            ": callee-saved registers are recovered from "
-                                            "x86-64 code only, not " +
-                                            std::string(abi.name));
+    if (!callee_saved::supported(abi))
+        return Error(Errc::Unsupported, file.name() + ": callee-saved registers are not recovered "
+                                                      "from " +
+                                            std::string(abi.name) + " code");
 
     CalleeSavedReport report;
     report.file = file.name();

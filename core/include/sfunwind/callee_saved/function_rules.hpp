@@ -51,9 +51,9 @@
 // within that); past a limit the function is declined. Bytes Capstone cannot
 // decode end the linear decode there: what follows is unknown.
 //
-// Only x86-64 is analysed; other ABIs, and signal trampolines (rows with
-// the signal flag: the caller's registers are in the signal frame), are
-// declined (every register unknown).
+// x86-64 and AArch64 are analysed (supported()); other ABIs, and signal
+// trampolines (rows with the signal flag: the caller's registers are in the
+// signal frame), are declined (every register unknown).
 #pragma once
 
 #include "sfunwind/abi.hpp"
@@ -99,11 +99,15 @@ struct Stats {
     std::uint64_t visits = 0;
 };
 
+// Whether the analysis reads this ABI's code: the one place that says which
+// architectures have callee-saved rules (every consumer asks it).
+bool supported(const Abi& abi) noexcept;
+
 class FunctionRules {
   public:
     // Analyses the function whose code is `code`, starting at link-time
-    // address `start` (an SFrame FDE start). Errc::Unsupported for ABIs other
-    // than x86-64, and when a limit (Limits) is reached.
+    // address `start` (an SFrame FDE start). Errc::Unsupported for ABIs not
+    // supported(), and when a limit (Limits) is reached.
     static Expected<FunctionRules> analyse(const Abi& abi, std::uint64_t start,
                                            std::span<const std::uint8_t> code, const RowAt& rows,
                                            const Limits& limits = {}, const CodeFacts& facts = {});

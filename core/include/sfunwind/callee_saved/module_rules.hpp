@@ -33,7 +33,7 @@ class ModuleRules {
                 std::size_t max_functions = 4096);
 
     // Whether the analysis covers this ABI at all.
-    bool supported() const noexcept { return abi_->arch == Arch::X86_64; }
+    bool supported() const noexcept { return callee_saved::supported(*abi_); }
     // The analysis of the function [start, start + size) (link-time), made
     // on first use; null when it was declined (no code, a limit).
     const FunctionRules* function(std::uint64_t start, std::uint32_t size);

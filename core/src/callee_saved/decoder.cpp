@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+#include "instruction.hpp"
+
+namespace sfunwind::callee_saved::detail {
+
+void Code::add(Instruction in, std::span<const RegisterAccess> saves,
+               std::span<const RegisterAccess> loads) {
+    in.first_access = static_cast<std::uint32_t>(accesses.size());
+    in.saves = static_cast<std::uint8_t>(saves.size());
+    in.loads = static_cast<std::uint8_t>(loads.size());
+    accesses.insert(accesses.end(), saves.begin(), saves.end());
+    accesses.insert(accesses.end(), loads.begin(), loads.end());
+    instructions.push_back(in);
+}
+
+bool decodable(const Abi& abi) noexcept {
+    switch (abi.arch) {
+    case Arch::X86_64:
+    case Arch::AArch64:
+        return true;
+    case Arch::S390x:
+    case Arch::Ppc64:
+        break;
+    }
+    return false;
+}
+
+bool decode(const Abi& abi, std::uint64_t start, std::span<const std::uint8_t> code,
+            std::span<const std::uint16_t> tracked, Code& out) {
+    if (tracked.size() > 32) return false;
+    switch (abi.arch) {
+    case Arch::X86_64:
+        return decode_x86_64(start, code, tracked, out);
+    case Arch::AArch64:
+        return decode_aarch64(abi.order, start, code, tracked, out);
+    case Arch::S390x:
+    case Arch::Ppc64:
+        break;
+    }
+    return false;
+}
+
+} // namespace sfunwind::callee_saved::detail

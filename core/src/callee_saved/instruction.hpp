@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+// Machine instructions reduced to what the callee-saved analysis needs
+// (function_rules.cpp), decoded with Capstone: one decoder per architecture
+// (x86_64_decoder.cpp, aarch64_decoder.cpp, s390x_decoder.cpp), one form.
+#pragma once
+
+#include "sfunwind/abi.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sfunwind::callee_saved::detail {
+
+// How control leaves an instruction.
+enum class Flow : std::uint8_t {
+    Next,     // to the next instruction
+    Jump,     // to `target` only
+    Branch,   // to the next instruction or `target`
+    Call,     // to the next instruction, after a call (stack below SP clobbered)
+    Indirect, // an indirect jump: a switch table or a tail call through a pointer
+    Stop,     // ret, ud2, hlt, brk: no successor in the function
+};
+
+// The base of a memory operand, as the analysis can place it. SP and FP are
+// the ABI's (Abi::sp_reg, Abi::fp_reg: rsp/rbp, sp/x29, r15/r11).
+enum class Base : std::uint8_t {
+    None,  // no memory operand of interest
+    Sp,    // SP + disp
+    Fp,    // FP + disp
+    Stack, // SP or FP with an index register: somewhere in the frame
+    Other, // any other register: not the register save area
+};
+
+// What one instruction does to the stack pointer. Memory operands are
+// relative to the SP before the instruction, whatever its SP effect (a
+// pre-indexed `stp x29, x30, [sp, #-16]!` stores at SP-16, then SP -= 16).
+enum class SpEffect : std::uint8_t {
+    None,
+    Add,     // SP += delta (push: -8, pop: +8, sub/add/lea of constants, writeback)
+    FromFp,  // SP = FP + delta (mov rsp, rbp; lea rsp, [rbp+d]; leave: +8; mov sp, x29)
+    Unknown, // any other write (and rsp, -16; mov rsp, rax; enter; sub sp, sp, x16)
+};
+
+// What one instruction does to the frame pointer.
+enum class FpEffect : std::uint8_t {
+    None,
+    FromSp,  // FP = SP + delta (mov rbp, rsp; lea rbp, [rsp+d]; add x29, sp, #d)
+    Unknown, // any other write (pop rbp, leave, mov rbp, rax, ldp x29, x30)
+};
+
+// A tracked register stored or loaded whole (its 8 bytes; AArch64 d8-d15:
+// the low 64 bits AAPCS64 preserves), at the instruction's memory base +
+// disp. Tracked registers are numbered by their index in the ABI's list
+// (bit i of a mask = untracked_callee_saved(abi)[i]).
+struct RegisterAccess {
+    std::uint8_t index = 0;
+    std::int64_t disp = 0;
+};
+
+struct Instruction {
+    std::uint64_t address = 0;
+    std::uint8_t size = 0;
+    Flow flow = Flow::Next;
+    std::uint64_t target = 0; // Jump, Branch, and a direct Call
+    bool direct_call = false; // a Call to `target`
+    bool returns = false;     // ret, iret: leaves the function to its caller
+    bool padding = false;     // nop or int3: what assemblers align code with
+
+    SpEffect sp = SpEffect::None;
+    std::int64_t sp_delta = 0;
+    FpEffect fp = FpEffect::None;
+    std::int64_t fp_delta = 0;
+
+    // The memory this instruction writes (one range; push and call write
+    // at rsp-8 before their SP change, recorded here as Sp, -8; stmg
+    // %r6,%r15,48(%r15): Sp, 48, 80 bytes).
+    Base store_base = Base::None;
+    std::int64_t store_disp = 0;
+    std::uint32_t store_size = 0;
+    // Where the loads (Code::loads()) read: pop reads [rsp], ldp x19, x20,
+    // [sp, #16] reads Sp + 16 and + 24.
+    Base load_base = Base::None;
+
+    // Tracked registers stored whole to store_base (push, mov m64, r; stp;
+    // stmg), then those loaded whole from load_base (pop, mov r, m64; ldp;
+    // lmg): Code::saves() and Code::loads().
+    std::uint32_t first_access = 0;
+    std::uint8_t saves = 0;
+    std::uint8_t loads = 0;
+    // Tracked registers written in any other way (whole or in part); never
+    // one of the loads.
+    std::uint32_t clobbered = 0;
+};
+
+// A function's decoded instructions, in address order, and the register
+// saves and loads they make.
+struct Code {
+    std::vector<Instruction> instructions;
+    std::vector<RegisterAccess> accesses;
+
+    // Appends `in` with its saves and loads.
+    void add(Instruction in, std::span<const RegisterAccess> saves,
+             std::span<const RegisterAccess> loads);
+    std::span<const RegisterAccess> saves(const Instruction& in) const {
+        return std::span<const RegisterAccess>(accesses).subspan(in.first_access, in.saves);
+    }
+    std::span<const RegisterAccess> loads(const Instruction& in) const {
+        return std::span<const RegisterAccess>(accesses).subspan(in.first_access + in.saves,
+                                                                 in.loads);
+    }
+};
+
+// Whether a decoder exists for the ABI's architecture.
+bool decodable(const Abi& abi) noexcept;
+
+// Decodes [start, start + code.size()) linearly into `out`, until the end or
+// the first bytes Capstone cannot decode. `tracked` holds the DWARF numbers
+// of the tracked registers (at most 32). Returns false when Capstone cannot
+// be opened for the architecture, or there is no decoder for it.
+bool decode(const Abi& abi, std::uint64_t start, std::span<const std::uint8_t> code,
+            std::span<const std::uint16_t> tracked, Code& out);
+
+// One per architecture; decode() chooses.
+bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
+                   std::span<const std::uint16_t> tracked, Code& out);
+bool decode_aarch64(ByteOrder order, std::uint64_t start, std::span<const std::uint8_t> code,
+                    std::span<const std::uint16_t> tracked, Code& out);
+
+} // namespace sfunwind::callee_saved::detail
