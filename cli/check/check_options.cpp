@@ -43,7 +43,8 @@ Options:
   --cfi=both|eh|debug  the CFI to compare with (default both)
   --no-evaluate      do not evaluate CFI expressions with libdwfl
   --callee-saved     check the callee-saved registers SFrame has no rules for
-                     (x86-64 rbx, r12-r15) instead: where each is saved, as
+                     (x86-64 rbx, r12-r15; AArch64 x19-x28, d8-d15;
+                     s390x r6-r10, r12, r13, f8-f15) instead: where each is saved, as
                      recovered from the function's instructions (anchored by
                      its SFrame rows), against the CFI at every instruction.
                      Each (instruction, register) is equal, equivalent (the

@@ -12,6 +12,7 @@ scenario, args, setup, output path, options."""
 
 import gdb
 
+import frame_values
 import gdb_harness
 import sfunwind_gdb
 from sfunwind_gdb import compare
@@ -90,19 +91,28 @@ def record_alone(label, limit=64):
     s.rescan()
     saved = s.path
     walks = {}
+    # Each walk's callee-saved registers, frame by frame (frame_values);
+    # "sframe_off": the Python path with `sframe callee-saved off`.
+    registers = {}
     try:
         s.set_path("off")
         walks["cfi"] = compare.walk(s.lib, limit)
+        registers["cfi"] = frame_values.registers_by_frame(limit)
         set_dwarf_unwinders(False)
         for path, name in (("off", "plain"), ("python", "sframe"), ("native", "native")):
             s.set_path(path)
             walks[name] = compare.walk(s.lib, limit)
+            registers[name] = frame_values.registers_by_frame(limit)
+        s.set_path("python")
+        gdb.execute("sframe callee-saved off", to_string=True)
+        registers["sframe_off"] = frame_values.registers_by_frame(limit)
     finally:
+        gdb.execute("sframe callee-saved on", to_string=True)
         set_dwarf_unwinders(True)
         s.set_path(saved)
     entry = _entry(s, label, walks["sframe"][0], walks["cfi"][0])
     entry.update(native=_frames_json(walks["native"][0]), plain=_frames_json(walks["plain"][0]),
-                 sframe_stop=walks["sframe"][1], cfi_stop=walks["cfi"][1])
+                 sframe_stop=walks["sframe"][1], cfi_stop=walks["cfi"][1], registers=registers)
     RESULTS["stops"].append(entry)
     return entry
 

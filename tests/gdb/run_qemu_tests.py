@@ -7,6 +7,12 @@ sfunwind's Python path and native path must give the same frames (pc, CFA,
 sp, fp). Plain GDB without DWARF is reported alongside. The gdbstub has no
 /proc: sfunwind finds the load addresses from `info files`.
 
+The callee-saved registers too (AArch64 x19-x28, d8-d15; s390x r6-r10,
+r12, r13, f8-f15): in every upper frame at the same pc in both walks,
+each register sfunwind gives (Python and native paths) must be the value
+GDB's CFI unwinder gives, or <not saved>; never another. Each program must
+recover some, and more than with `sframe callee-saved off`.
+
 AArch64 return-address signing (recurse-O2-nofp-pac-static) runs with
 `-cpu max` when the qemu here can sign and GDB can strip (sid's qemu 11
 and GDB 18: --pac); bookworm's qemu 7.2 signs where GDB 13 cannot strip,
@@ -53,6 +59,31 @@ def same(a, b):
     return len(a) == len(b) and all(all(x[k] == y[k] for k in keys) for x, y in zip(a, b))
 
 
+def compare_registers(stop):
+    """(recovered by the Python path, by the native path, with callee-saved
+    off, registers the CFI walk gives in upper frames, [wrong ones])."""
+    regs = stop["registers"]
+    cfi = regs["cfi"]
+    counts = {"sframe": 0, "native": 0, "sframe_off": 0}
+    reference = 0
+    wrong = []
+    for walk in counts:
+        for level, frame in enumerate(regs[walk]):
+            if level == 0 or level >= len(cfi) or frame["pc"] != cfi[level]["pc"]:
+                continue
+            for name, value in frame["registers"].items():
+                want = cfi[level]["registers"].get(name)
+                if walk == "sframe" and want is not None:
+                    reference += 1
+                if value is None:
+                    continue
+                counts[walk] += 1
+                if value != want:
+                    wrong.append("%s frame %d %s: %#x, CFI %s" % (walk, level, name, value,
+                                                                 "none" if want is None else "%#x" % want))
+    return counts["sframe"], counts["native"], counts["sframe_off"], reference, wrong
+
+
 def run(args, res):
     if shutil.which(args.gdb) is None:
         res.check("%s found" % args.gdb, False)
@@ -80,7 +111,15 @@ def run(args, res):
         print("     %s" % frames)
         if failure:
             print("     %s" % failure)
-    print("%d programs, %d failed" % (res.stats.get("programs", 0), res.failed))
+        python, native, off, reference, wrong = compare_registers(stop)
+        res.count("registers recovered", python)
+        res.count("registers wrong", len(wrong))
+        res.check(path + " callee-saved registers", not wrong and python > off and native > off,
+                  "upper frames: %d recovered (native path %d, callee-saved off %d) of %d CFI gives; %d wrong%s"
+                  % (python, native, off, reference, len(wrong), (": " + "; ".join(wrong[:4])) if wrong else ""))
+    print("%d programs, %d failed; callee-saved registers in upper frames: %d recovered, %d wrong"
+          % (res.stats.get("programs", 0), res.failed, res.stats.get("registers recovered", 0),
+             res.stats.get("registers wrong", 0)))
 
 
 if __name__ == "__main__":

@@ -9,11 +9,10 @@
 // the first register operand of every instruction but stores, compares and
 // branches (the AArch64 destination). Compares are the exception the other
 // way: Capstone 4 and 5 list `cmp w19, w0` as writing w19, which it only reads.
+#include "capstone_decoding.hpp"
 #include "instruction.hpp"
 
 #include <array>
-#include <capstone/capstone.h>
-#include <memory>
 #include <optional>
 #include <string_view>
 
@@ -112,24 +111,6 @@ bool is_compare(unsigned id) {
     }
 }
 
-struct Handle {
-    csh h = 0;
-    bool open = false;
-    explicit Handle(cs_mode mode) {
-        open = cs_open(CS_ARCH_ARM64, mode, &h) == CS_ERR_OK;
-        if (open) cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-    }
-    ~Handle() {
-        if (open) cs_close(&h);
-    }
-    Handle(const Handle&) = delete;
-    Handle& operator=(const Handle&) = delete;
-};
-
-struct InsnDeleter {
-    void operator()(cs_insn* i) const { cs_free(i, 1); }
-};
-
 class Reducer {
   public:
     Reducer(csh h, std::span<const std::uint16_t> tracked) : h_(h), tracked_(tracked) {}
@@ -173,11 +154,7 @@ class Reducer {
     std::span<const std::uint16_t> tracked_;
 
     int tracked_index(unsigned reg) const {
-        const auto d = dwarf_number(reg);
-        if (!d) return -1;
-        for (std::size_t i = 0; i < tracked_.size(); ++i)
-            if (tracked_[i] == *d) return static_cast<int>(i);
-        return -1;
+        return detail::tracked_index(tracked_, dwarf_number(reg));
     }
 
     static const cs_arm64_op* memory_operand(const cs_arm64& a) {
@@ -398,21 +375,12 @@ class Reducer {
 
 bool decode_aarch64(ByteOrder order, std::uint64_t start, std::span<const std::uint8_t> code,
                     std::span<const std::uint16_t> tracked, Code& out) {
-    // One handle per thread and byte order: handles are not shared between
-    // threads, and opening one costs more than decoding a small function.
-    thread_local Handle little(CS_MODE_LITTLE_ENDIAN);
-    thread_local Handle big(CS_MODE_BIG_ENDIAN);
-    const Handle& handle = order == ByteOrder::Big ? big : little;
-    if (!handle.open) return false;
-    std::unique_ptr<cs_insn, InsnDeleter> insn(cs_malloc(handle.h));
-    if (!insn) return false;
-    const Reducer reducer(handle.h, tracked);
-    const std::uint8_t* p = code.data();
-    std::size_t left = code.size();
-    std::uint64_t address = start;
-    while (left > 0 && cs_disasm_iter(handle.h, &p, &left, &address, insn.get()))
-        reducer.reduce(*insn, out);
-    return true;
+    thread_local CapstoneHandle little(CS_ARCH_ARM64, CS_MODE_LITTLE_ENDIAN);
+    thread_local CapstoneHandle big(CS_ARCH_ARM64, CS_MODE_BIG_ENDIAN);
+    const CapstoneHandle& handle = order == ByteOrder::Big ? big : little;
+    const Reducer reducer(handle.get(), tracked);
+    return decode_each(handle, start, code,
+                       [&](const cs_insn& insn) { reducer.reduce(insn, out); });
 }
 
 } // namespace sfunwind::callee_saved::detail

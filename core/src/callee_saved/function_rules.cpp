@@ -282,8 +282,7 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
 
     Code decoded;
     if (!detail::decode(abi, start, code, out.registers_.first(nregs), decoded))
-        return Error(Errc::Unsupported,
-                     "Capstone cannot decode " + std::string(abi.name) + " code",
+        return Error(Errc::Unsupported, "Capstone cannot decode " + std::string(abi.name) + " code",
                      Address{start});
     const std::vector<Instruction>& insns = decoded.instructions;
     out.stats_.instructions = static_cast<std::uint32_t>(insns.size());

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "sfunwind/callee_saved/module_rules.hpp"
 
-#include "sfunwind/bytes.hpp"
 #include "instruction.hpp"
+#include "sfunwind/bytes.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
+#include "capstone_decoding.hpp"
 #include "instruction.hpp"
 
 #include <array>
-#include <capstone/capstone.h>
-#include <memory>
 #include <optional>
 
 namespace sfunwind::callee_saved::detail {
@@ -129,24 +128,6 @@ bool is_full(unsigned reg) {
     }
 }
 
-struct Handle {
-    csh h = 0;
-    bool open = false;
-    Handle() {
-        open = cs_open(CS_ARCH_X86, CS_MODE_64, &h) == CS_ERR_OK;
-        if (open) cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-    }
-    ~Handle() {
-        if (open) cs_close(&h);
-    }
-    Handle(const Handle&) = delete;
-    Handle& operator=(const Handle&) = delete;
-};
-
-struct InsnDeleter {
-    void operator()(cs_insn* i) const { cs_free(i, 1); }
-};
-
 // An instruction's saves and loads (x86-64 moves one register at most).
 struct Accesses {
     std::optional<RegisterAccess> save;
@@ -187,8 +168,9 @@ class Reducer {
             general(insn, x, out, a);
             break;
         }
-        code.add(out, a.save ? std::span<const RegisterAccess>(&*a.save, 1)
-                             : std::span<const RegisterAccess>{},
+        code.add(out,
+                 a.save ? std::span<const RegisterAccess>(&*a.save, 1)
+                        : std::span<const RegisterAccess>{},
                  a.load ? std::span<const RegisterAccess>(&*a.load, 1)
                         : std::span<const RegisterAccess>{});
     }
@@ -198,11 +180,7 @@ class Reducer {
     std::span<const std::uint16_t> tracked_;
 
     int tracked_index(unsigned reg) const {
-        const auto d = dwarf_gpr(reg);
-        if (!d) return -1;
-        for (std::size_t i = 0; i < tracked_.size(); ++i)
-            if (tracked_[i] == *d) return static_cast<int>(i);
-        return -1;
+        return detail::tracked_index(tracked_, dwarf_gpr(reg));
     }
 
     static Base base_of(const x86_op_mem& m) {
@@ -359,7 +337,8 @@ class Reducer {
                 if (out.fp == FpEffect::None) out.fp = FpEffect::Unknown;
             }
             const int t = tracked_index(written[i]);
-            if (t >= 0 && !(a.load && static_cast<int>(a.load->index) == t)) out.clobbered |= 1U << t;
+            if (t >= 0 && !(a.load && static_cast<int>(a.load->index) == t))
+                out.clobbered |= 1U << t;
         }
     }
 
@@ -405,19 +384,10 @@ class Reducer {
 
 bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
                    std::span<const std::uint16_t> tracked, Code& out) {
-    // One handle per thread: Capstone handles are not shared between threads,
-    // and opening one costs more than decoding a small function.
-    thread_local Handle handle;
-    if (!handle.open) return false;
-    std::unique_ptr<cs_insn, InsnDeleter> insn(cs_malloc(handle.h));
-    if (!insn) return false;
-    const Reducer reducer(handle.h, tracked);
-    const std::uint8_t* p = code.data();
-    std::size_t left = code.size();
-    std::uint64_t address = start;
-    while (left > 0 && cs_disasm_iter(handle.h, &p, &left, &address, insn.get()))
-        reducer.reduce(*insn, out);
-    return true;
+    thread_local CapstoneHandle handle(CS_ARCH_X86, CS_MODE_64);
+    const Reducer reducer(handle.get(), tracked);
+    return decode_each(handle, start, code,
+                       [&](const cs_insn& insn) { reducer.reduce(insn, out); });
 }
 
 } // namespace sfunwind::callee_saved::detail

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// What every decoder of the callee-saved analysis does alike with Capstone:
+// open a handle with details, walk the code linearly, and find a register
+// among the tracked ones.
+#pragma once
+
+#include <capstone/capstone.h>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+namespace sfunwind::callee_saved::detail {
+
+// A Capstone handle with instruction details on. Capstone handles are not
+// shared between threads, and opening one costs more than decoding a small
+// function: each decoder keeps one per thread (thread_local).
+class CapstoneHandle {
+  public:
+    CapstoneHandle(cs_arch arch, cs_mode mode) {
+        open_ = cs_open(arch, mode, &h_) == CS_ERR_OK;
+        if (open_) cs_option(h_, CS_OPT_DETAIL, CS_OPT_ON);
+    }
+    ~CapstoneHandle() {
+        if (open_) cs_close(&h_);
+    }
+    CapstoneHandle(const CapstoneHandle&) = delete;
+    CapstoneHandle& operator=(const CapstoneHandle&) = delete;
+
+    bool open() const noexcept { return open_; }
+    csh get() const noexcept { return h_; }
+
+  private:
+    csh h_ = 0;
+    bool open_ = false;
+};
+
+// Decodes [start, start + code.size()) linearly, calling reduce(insn) for
+// each instruction, until the end or the first bytes Capstone cannot
+// decode. False when the handle is not open or Capstone has no memory.
+template <class Reduce>
+bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
+                 std::span<const std::uint8_t> code, Reduce&& reduce) {
+    if (!handle.open()) return false;
+    struct Deleter {
+        void operator()(cs_insn* i) const { cs_free(i, 1); }
+    };
+    std::unique_ptr<cs_insn, Deleter> insn(cs_malloc(handle.get()));
+    if (!insn) return false;
+    const std::uint8_t* p = code.data();
+    std::size_t left = code.size();
+    std::uint64_t address = start;
+    while (left > 0 && cs_disasm_iter(handle.get(), &p, &left, &address, insn.get()))
+        reduce(*insn);
+    return true;
+}
+
+// The index of DWARF register `dwarf` among the tracked ones, or -1.
+inline int tracked_index(std::span<const std::uint16_t> tracked,
+                         std::optional<std::uint16_t> dwarf) {
+    if (!dwarf) return -1;
+    for (std::size_t i = 0; i < tracked.size(); ++i)
+        if (tracked[i] == *dwarf) return static_cast<int>(i);
+    return -1;
+}
+
+} // namespace sfunwind::callee_saved::detail
