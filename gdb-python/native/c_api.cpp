@@ -398,6 +398,7 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
         static_assert(static_cast<int>(sfunwind::callee_saved::SavedRegister::Kind::SameValue) ==
                           1 &&
                       static_cast<int>(sfunwind::callee_saved::SavedRegister::Kind::Value) == 2);
+        static_assert(SFUNWIND_GDB_MAX_SAVED >= sfunwind::callee_saved::FunctionRules::max_registers);
         out->saved_count = static_cast<std::uint32_t>(
             std::min<std::size_t>(done->saved_count, SFUNWIND_GDB_MAX_SAVED));
         for (std::uint32_t i = 0; i < out->saved_count; ++i) {

@@ -33,7 +33,7 @@ struct FrameOutput {
     // The caller's callee-saved registers (callee_saved::recover), when the
     // module's analysis covers the function: saved_count entries, each a
     // Value (a "same value" resolved to the frame's own) or NotSaved.
-    std::array<callee_saved::SavedRegister, 8> saved{};
+    std::array<callee_saved::SavedRegister, callee_saved::FunctionRules::max_registers> saved{};
     std::size_t saved_count = 0;
 };
 

@@ -145,7 +145,7 @@ class ModuleTable {
     struct LatestCaller {
         FrameRegs regs;
         std::int32_t level = -1;
-        std::array<callee_saved::SavedRegister, 8> saved{};
+        std::array<callee_saved::SavedRegister, callee_saved::FunctionRules::max_registers> saved{};
         std::size_t saved_count = 0;
     };
     std::optional<LatestCaller> latest_caller_;

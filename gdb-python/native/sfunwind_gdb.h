@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature changes; Python refuses a mismatch. */
-enum { SFUNWIND_GDB_API_VERSION = 10 };
+enum { SFUNWIND_GDB_API_VERSION = 11 };
 
 /* The values of sfunwind::Errc + 1 (0 is success). */
 enum sfunwind_gdb_status {
@@ -242,7 +242,9 @@ struct sfunwind_gdb_saved_register {
     uint8_t reserved[5];
     uint64_t value;
 };
-enum { SFUNWIND_GDB_MAX_SAVED = 8 };
+/* At least as many as any ABI has callee-saved registers SFrame has no rule
+   for (sfunwind::callee_saved::FunctionRules::max_registers). */
+enum { SFUNWIND_GDB_MAX_SAVED = 20 };
 struct sfunwind_gdb_unwind_result {
     uint64_t pc; /* the caller's registers (PAC bits stripped) */
     uint64_t sp;

@@ -7,7 +7,7 @@ every Python that GDB embeds (3.11 in GDB 13, 3.14 in GDB 18)."""
 import ctypes
 import os
 
-API_VERSION = 10
+API_VERSION = 11
 
 # enum sfunwind_gdb_status
 OK = 0
@@ -80,7 +80,7 @@ class Frame(ctypes.Structure):
 # "same value": it resolves those to values)
 SAVED_NOT_SAVED = 0
 SAVED_VALUE = 2
-MAX_SAVED = 8
+MAX_SAVED = 20
 
 
 class SavedRegister(ctypes.Structure):
