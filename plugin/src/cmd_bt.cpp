@@ -3,7 +3,6 @@
 // thread's live registers and memory.
 #include "command.hpp"
 #include "display.hpp"
-#include "session.hpp"
 #include "thread_command.hpp"
 
 #include <algorithm>
@@ -24,14 +23,6 @@ constexpr std::array<OptionSpec, 6> bt_options{{
     {'r', "registers", false},
     {'\0', "from-registers", true},
 }};
-
-// Why --registers shows nothing, or empty when it shows the registers.
-std::string registers_withheld(const Session& session, const StopContext& stop) {
-    if (stop.abi->arch != Arch::X86_64)
-        return "the callee-saved register analysis covers x86-64 only";
-    if (!session.coverage.callee_saved()) return "not recovered: 'sframe callee-saved' is off";
-    return {};
-}
 
 // "    rbx=0x5 r12=<not saved> ...": a frame's own values, as recovered (the
 // wording of `sfunwind bt --registers`).
@@ -94,7 +85,7 @@ class BtCommand final : public Command {
             return false;
         }
         const bool registers = args.has("registers");
-        const std::string withheld = registers ? registers_withheld(session_, stop) : "";
+        const std::string withheld = registers ? callee_saved_withheld(session_, stop) : "";
         if (registers && withheld.empty()) recover_callee_saved(**walk, stop);
         const auto t1 = std::chrono::steady_clock::now();
         const SframeWalk& w = **walk;
@@ -136,7 +127,8 @@ class BtCommand final : public Command {
                     line += "\n" + registers_line(*stop.abi, w.saved[i]);
                 result.Printf("%s\n", line.c_str());
             }
-        if (!withheld.empty()) result.Printf("callee-saved registers: %s\n", withheld.c_str());
+        if (!withheld.empty())
+            result.Printf("callee-saved registers: not recovered: %s\n", withheld.c_str());
         if (w.bt.complete())
             result.Printf("end of stack: %s\n", w.bt.stop.message().c_str());
         else

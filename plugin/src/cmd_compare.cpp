@@ -5,12 +5,12 @@
 #include "command.hpp"
 #include "display.hpp"
 #include "sb_target.hpp"
-#include "session.hpp"
 #include "thread_command.hpp"
 
 #include <array>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sfunwind::lldb_plugin {
@@ -38,19 +38,15 @@ struct RegisterCheck {
     std::vector<bool> frame_differs;
 };
 
-RegisterCheck check_registers(const Session& session, const StopContext& stop,
-                              const SframeWalk& walk, const std::vector<RegisterValues>& lldb,
+// `withheld`: callee_saved_withheld(), asked once per command (the walk
+// recovered the registers when it was empty).
+RegisterCheck check_registers(std::string withheld, const StopContext& stop, const SframeWalk& walk,
+                              const std::vector<RegisterValues>& lldb,
                               const BacktraceComparison& cmp) {
     RegisterCheck c;
     c.frame_differs.assign(cmp.frames.size(), false);
-    if (stop.abi->arch != Arch::X86_64) {
-        c.withheld = "the callee-saved register analysis covers x86-64 only";
-        return c;
-    }
-    if (!session.coverage.callee_saved()) {
-        c.withheld = "not compared: 'sframe callee-saved' is off";
-        return c;
-    }
+    c.withheld = std::move(withheld);
+    if (!c.withheld.empty()) return c;
     c.result = callee_saved::compare_values(walk.saved, lldb, cmp.frames,
                                             untracked_callee_saved(*stop.abi));
     for (const auto& d : c.result->differences)
@@ -83,7 +79,8 @@ class CompareCommand final : public Command {
             result.SetError(("sframe compare: " + walk.error().message()).c_str());
             return false;
         }
-        if (session_.coverage.callee_saved()) recover_callee_saved(**walk, stop);
+        std::string withheld = callee_saved_withheld(session_, stop);
+        if (withheld.empty()) recover_callee_saved(**walk, stop);
         const std::vector<FrameView>& sf = (*walk)->views;
         // LLDB 23.1.4 crashes (SIGSEGV in its unwinder) computing the caller
         // of a frame called from an s390x signal trampoline on the stack
@@ -105,7 +102,8 @@ class CompareCommand final : public Command {
         std::vector<RegisterValues> ref_registers;
         const std::vector<FrameView> ref = lldb_frames(stop, lldb_limit, &ref_registers);
         const BacktraceComparison cmp = compare_backtraces(sf, (*walk)->bt.stop, ref);
-        const RegisterCheck regs = check_registers(session_, stop, **walk, ref_registers, cmp);
+        const RegisterCheck regs =
+            check_registers(std::move(withheld), stop, **walk, ref_registers, cmp);
         // A frame agrees when its values and its callee-saved registers do.
         std::size_t agreeing = 0;
         for (std::size_t i = 0; i < cmp.frames.size(); ++i)
@@ -226,7 +224,7 @@ class CompareCommand final : public Command {
                 regs.result->compared, regs.result->equal, regs.result->unknown,
                 regs.result->differences.size());
         else
-            result.Printf("callee-saved registers: %s\n", regs.withheld.c_str());
+            result.Printf("callee-saved registers: not compared: %s\n", regs.withheld.c_str());
         if (first_register_difference)
             result.Printf("callee-saved registers differ first at frame %zu\n",
                           *first_register_difference);

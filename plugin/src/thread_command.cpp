@@ -45,6 +45,13 @@ std::optional<ThreadRequest> thread_request(lldb::SBDebugger& debugger, const Pa
     return r;
 }
 
+std::string callee_saved_withheld(const Session& session, const StopContext& stop) {
+    if (stop.abi->arch != Arch::X86_64)
+        return "the callee-saved register analysis covers x86-64 only";
+    if (!session.coverage.callee_saved()) return "'sframe callee-saved' is off";
+    return {};
+}
+
 void json_registers(JsonOut& j, const Abi& abi,
                     std::span<const std::optional<std::uint64_t>> values) {
     const auto regs = untracked_callee_saved(abi);

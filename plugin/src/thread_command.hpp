@@ -6,6 +6,7 @@
 
 #include "args.hpp"
 #include "json_out.hpp"
+#include "session.hpp"
 #include "walk.hpp"
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <lldb/API/SBDebugger.h>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,6 +37,12 @@ std::optional<ThreadRequest> thread_request(lldb::SBDebugger& debugger, const Pa
                                             std::string_view command,
                                             std::uint32_t default_max_frames,
                                             lldb::SBCommandReturnObject& result);
+
+// Why the SFrame walk's callee-saved registers (x86-64 rbx, r12-r15) are
+// not recovered at this stop (an ABI the analysis does not cover, 'sframe
+// callee-saved off'), or empty when they are: `sframe bt -r` and `sframe
+// compare` decide alike.
+std::string callee_saved_withheld(const Session& session, const StopContext& stop);
 
 // Callee-saved register values (untracked_callee_saved(abi) order) as a JSON
 // object by register name, null where unknown: {"rbx": 5, "r12": null, ...}.
