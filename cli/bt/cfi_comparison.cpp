@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "cfi_comparison.hpp"
 
-#include <algorithm>
+#include <optional>
+#include <vector>
 
 namespace sfunwind::cli::bt {
 namespace {
@@ -9,28 +10,11 @@ namespace {
 RegisterComparison compare_registers(std::span<const callee_saved::FrameValues> saved,
                                      const CfiBacktrace& cfi, const BacktraceComparison& frames,
                                      const Abi& abi) {
-    RegisterComparison rc;
-    const auto regs = untracked_callee_saved(abi);
-    const std::size_t n = std::min(regs.size(), callee_saved::FunctionRules::max_registers);
-    const std::size_t nf = std::min({saved.size(), cfi.frames.size(), frames.frames.size()});
-    for (std::size_t i = 1; i < nf; ++i) {
-        // Frames at different PCs are already a difference; their registers
-        // say nothing more.
-        if (!saved[i].analysed || !frames.frames[i].pc) continue;
-        const auto& theirs = cfi.frames[i].callee_saved;
-        for (std::size_t k = 0; k < n && k < theirs.size(); ++k) {
-            if (!theirs[k]) continue;
-            ++rc.compared;
-            const auto& ours = saved[i].values[k];
-            if (!ours)
-                ++rc.unknown;
-            else if (*ours == *theirs[k])
-                ++rc.equal;
-            else
-                rc.differences.push_back({i, regs[k], *ours, *theirs[k]});
-        }
-    }
-    return rc;
+    std::vector<std::vector<std::optional<std::uint64_t>>> theirs;
+    theirs.reserve(cfi.frames.size());
+    for (const auto& f : cfi.frames)
+        theirs.push_back(f.callee_saved);
+    return callee_saved::compare_values(saved, theirs, frames.frames, untracked_callee_saved(abi));
 }
 
 } // namespace

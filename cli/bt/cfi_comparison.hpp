@@ -19,24 +19,8 @@
 
 namespace sfunwind::cli::bt {
 
-// A callee-saved register whose value SFrame's walk recovered and libdwfl's
-// CFI unwind gives differently, in the same frame.
-struct RegisterDifference {
-    std::size_t frame = 0;
-    std::uint16_t reg = 0; // DWARF number
-    std::uint64_t sframe = 0;
-    std::uint64_t cfi = 0;
-};
-
-// The recovered rbx, r12-r15 against libdwfl's, over the frames both walks
-// have at the same PC, from frame 1: frame 0's registers are the thread's
-// own in both. Only (frame, register) pairs libdwfl has a value for count.
-struct RegisterComparison {
-    std::size_t compared = 0;
-    std::size_t equal = 0;
-    std::size_t unknown = 0; // SFrame's walk does not know the value: not a difference
-    std::vector<RegisterDifference> differences;
-};
+// The recovered rbx, r12-r15 against libdwfl's (callee_saved::compare_values()).
+using callee_saved::RegisterComparison;
 
 struct CfiComparison {
     // libdwfl's frames as the engine compares them: a frame's CFA is the

@@ -90,7 +90,7 @@ json registers_comparison_json(const Abi& abi, const RegisterComparison& c) {
         differences.push_back({{"frame", d.frame},
                                {"register", register_name(abi, d.reg)},
                                {"sframe", to_hex(d.sframe)},
-                               {"cfi", to_hex(d.cfi)}});
+                               {"cfi", to_hex(d.reference)}});
     return {{"compared", c.compared},
             {"equal", c.equal},
             {"unknown", c.unknown},

@@ -65,7 +65,7 @@ void print_register_differences(const Report& r, const RegisterComparison& c, st
         if (d.frame == frame)
             std::fprintf(out, "     DIFFERS: %s %s (SFrame) vs %s (CFI)\n",
                          register_name(r.abi, d.reg).c_str(), to_hex(d.sframe).c_str(),
-                         to_hex(d.cfi).c_str());
+                         to_hex(d.reference).c_str());
 }
 
 void print_modules(const Report& r, std::FILE* out) {

@@ -9,18 +9,31 @@
 #include <array>
 #include <chrono>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace sfunwind::lldb_plugin {
 namespace {
 
-constexpr std::array<OptionSpec, 5> bt_options{{
+constexpr std::array<OptionSpec, 6> bt_options{{
     count_option,
     thread_option,
     json_option,
     {'s', "summary", false},
+    {'r', "registers", false},
     {'\0', "from-registers", true},
 }};
+
+// "    rbx=0x5 r12=<not saved> ...": a frame's own values, as recovered (the
+// wording of `sfunwind bt --registers`).
+std::string registers_line(const Abi& abi, const callee_saved::FrameValues& v) {
+    const auto regs = untracked_callee_saved(abi);
+    std::string line = "   ";
+    for (std::size_t k = 0; k < regs.size() && k < v.values.size(); ++k)
+        line += " " + register_name(abi, regs[k]) + "=" +
+                (v.values[k] ? to_hex(*v.values[k]) : std::string("<not saved>"));
+    return line;
+}
 
 // "PC,SP,FP[,RA]" in hex or decimal.
 std::optional<FrameRegs> parse_registers(const std::string& text) {
@@ -67,11 +80,14 @@ class BtCommand final : public Command {
         }
         const auto t0 = std::chrono::steady_clock::now();
         auto walk = sframe_walk(session_.catalog, stop, request->max_frames, given);
-        const auto t1 = std::chrono::steady_clock::now();
         if (!walk) {
             result.SetError(("sframe bt: " + walk.error().message()).c_str());
             return false;
         }
+        const bool registers = args.has("registers");
+        const std::string withheld = registers ? callee_saved_withheld(session_, stop) : "";
+        if (registers && withheld.empty()) recover_callee_saved(**walk, stop);
+        const auto t1 = std::chrono::steady_clock::now();
         const SframeWalk& w = **walk;
         const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
         if (args.has("json")) {
@@ -84,6 +100,10 @@ class BtCommand final : public Command {
             j.key("stop").value(w.bt.stop.message());
             j.key("microseconds").value(static_cast<std::uint64_t>(ms * 1000.0));
             j.key("memory_reads").value(w.memory_reads);
+            if (registers) {
+                j.key("callee_saved_recovered").value(withheld.empty());
+                if (!withheld.empty()) j.key("callee_saved_withheld").value(withheld);
+            }
             j.key("frames");
             json_frames(j, args.has("summary") ? std::vector<FrameView>{} : w.views, &w);
             j.key("frame_count").value(std::uint64_t{w.views.size()});
@@ -103,8 +123,12 @@ class BtCommand final : public Command {
                                    (v.function.empty() ? std::string("??") : v.function);
                 if (!v.module.empty()) line += " (" + v.module + ")";
                 if (!v.rule.empty()) line += "\n        row: " + v.rule;
+                if (i < w.saved.size() && w.saved[i].analysed)
+                    line += "\n" + registers_line(*stop.abi, w.saved[i]);
                 result.Printf("%s\n", line.c_str());
             }
+        if (!withheld.empty())
+            result.Printf("callee-saved registers: not recovered: %s\n", withheld.c_str());
         if (w.bt.complete())
             result.Printf("end of stack: %s\n", w.bt.stop.message().c_str());
         else

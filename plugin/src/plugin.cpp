@@ -41,11 +41,14 @@ void register_commands(lldb::SBDebugger& debugger, Session& s) {
         "Backtrace of the selected thread stepped by SFrame alone (sfunwind's unwinder), from the "
         "thread's live registers and memory. Per frame: pc, CFA, sp, fp, the SFrame row used to "
         "step "
-        "out of it and the symbol; then why the walk ended.",
-        "sframe bt [-c COUNT] [-t THREAD_INDEX] [-s|--summary] [-j|--json]\n"
+        "out of it and the symbol; then why the walk ended. With -r, each frame's x86-64 rbx and "
+        "r12-r15 as the analysis of the callee frames' instructions recovers them ('<not saved>' "
+        "where it cannot prove where the value is; nothing when 'sframe callee-saved' is off).",
+        "sframe bt [-c COUNT] [-t THREAD_INDEX] [-s|--summary] [-r|--registers] [-j|--json]\n"
         "  -c COUNT   stop after COUNT frames (default 100000)\n"
         "  -t INDEX   the thread with this index ('thread list'), not the selected one\n"
         "  -s         print the frame count, time and end only\n"
+        "  -r         each frame's recovered callee-saved registers (x86-64 rbx, r12-r15)\n"
         "  -j         JSON output");
     sframe.AddCommand(
         "compare", make_compare_command(s),
@@ -53,7 +56,10 @@ void register_commands(lldb::SBDebugger& debugger, Session& s) {
         "frame (pc, CFA, sp, fp). The first divergence is explained: the values on both sides, the "
         "SFrame row used, and the SFrame limit behind it when there is one (no SFrame for the "
         "module "
-        "or PC, a rule only valid in the topmost frame, ...).",
+        "or PC, a rule only valid in the topmost frame, ...). On x86-64, with 'sframe "
+        "callee-saved' on, also each frame's recovered rbx and r12-r15 against LLDB's values "
+        "(frames #1 on, where both have the frame at the same pc): equal, unknown to SFrame (the "
+        "analysis declined), or differing, which makes the frame a mismatch.",
         "sframe compare [-c COUNT] [-t THREAD_INDEX] [-j|--json]");
     sframe.AddCommand(
         "show-unwind", make_show_unwind_command(s),

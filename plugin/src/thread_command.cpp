@@ -45,6 +45,22 @@ std::optional<ThreadRequest> thread_request(lldb::SBDebugger& debugger, const Pa
     return r;
 }
 
+std::string callee_saved_withheld(const Session& session, const StopContext& stop) {
+    if (stop.abi->arch != Arch::X86_64)
+        return "the callee-saved register analysis covers x86-64 only";
+    if (!session.coverage.callee_saved()) return "'sframe callee-saved' is off";
+    return {};
+}
+
+void json_registers(JsonOut& j, const Abi& abi,
+                    std::span<const std::optional<std::uint64_t>> values) {
+    const auto regs = untracked_callee_saved(abi);
+    j.begin_object();
+    for (std::size_t k = 0; k < regs.size() && k < values.size(); ++k)
+        j.key(register_name(abi, regs[k])).value(values[k]);
+    j.end_object();
+}
+
 void json_frames(JsonOut& j, const std::vector<FrameView>& frames, const SframeWalk* walk) {
     j.begin_array();
     for (std::size_t i = 0; i < frames.size(); ++i) {
@@ -57,6 +73,8 @@ void json_frames(JsonOut& j, const std::vector<FrameView>& frames, const SframeW
                 .value(walk->link_pcs[i]);
         j.key("pc").value(v.pc).key("cfa").value(v.cfa).key("sp").value(v.sp).key("fp").value(v.fp);
         j.key("function").value(v.function).key("module").value(v.module).key("row").value(v.rule);
+        if (walk != nullptr && i < walk->saved.size() && walk->saved[i].analysed)
+            json_registers(j.key("callee_saved"), *walk->abi, walk->saved[i].values);
         j.end_object();
     }
     j.end_array();

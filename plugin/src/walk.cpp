@@ -6,6 +6,8 @@
 #include <lldb/API/SBFrame.h>
 #include <lldb/lldb-defines.h>
 #include <lldb/lldb-enumerations.h>
+#include <map>
+#include <memory>
 #include <optional>
 
 namespace sfunwind::lldb_plugin {
@@ -48,6 +50,7 @@ Expected<std::unique_ptr<SframeWalk>> sframe_walk(ModuleCatalog& catalog, StopCo
                                                   std::uint32_t max_frames,
                                                   std::optional<FrameRegs> given) {
     auto walk = std::make_unique<SframeWalk>();
+    walk->abi = stop.abi;
     walk->modules = catalog.modules(stop.target);
     walk->set = sframe_module_set(walk->modules);
     std::optional<lldb::SBFrame> top;
@@ -55,6 +58,7 @@ Expected<std::unique_ptr<SframeWalk>> sframe_walk(ModuleCatalog& catalog, StopCo
     if (!regs) {
         top = stop.thread.GetFrameAtIndex(0);
         regs = frame_registers(*top, *stop.abi);
+        walk->from_thread = true;
     }
     if (!regs)
         return Error(Errc::NotFound, "cannot read the registers of the thread's topmost frame");
@@ -79,7 +83,50 @@ Expected<std::unique_ptr<SframeWalk>> sframe_walk(ModuleCatalog& catalog, StopCo
     return walk;
 }
 
-std::vector<FrameView> lldb_frames(StopContext& stop, std::uint32_t max_frames) {
+void recover_callee_saved(SframeWalk& walk, StopContext& stop) {
+    walk.saved.clear();
+    if (stop.abi->arch != Arch::X86_64) return;
+    const auto registers = untracked_callee_saved(*stop.abi);
+    RegisterValues initial(registers.size());
+    if (walk.from_thread) {
+        lldb::SBFrame top = stop.thread.GetFrameAtIndex(0);
+        for (std::size_t k = 0; k < registers.size(); ++k)
+            initial[k] = read_register(top, *stop.abi, registers[k]);
+    }
+    // One analysis per module for this walk: its code from the module's
+    // file at link-time addresses (what the rows give), kept alive by the
+    // lambdas. Built per command, not kept: a backtrace asks for a few
+    // functions, each cheap to analyse.
+    std::map<const Module*, std::unique_ptr<callee_saved::ModuleRules>> analyses;
+    const auto rules_of = [&](const Frame& f) -> const callee_saved::FunctionRules* {
+        if (f.module == nullptr || !f.row || !f.module->rows) return nullptr;
+        auto it = analyses.find(f.module);
+        if (it == analyses.end()) {
+            std::unique_ptr<callee_saved::ModuleRules> made;
+            const TargetModule* m = module_at(walk.modules, f.address.lookup_address());
+            if (m != nullptr && m->table && m->table->file) {
+                std::shared_ptr<const elf::ElfFile> file = m->table->file;
+                std::shared_ptr<const RowSource> rows = f.module->rows;
+                made = std::make_unique<callee_saved::ModuleRules>(
+                    rows->abi(),
+                    [file](std::uint64_t vaddr, std::uint64_t size) {
+                        return file->loaded_bytes(vaddr, size);
+                    },
+                    [rows](std::uint64_t pc) -> std::optional<Row> {
+                        auto r = rows->lookup(pc);
+                        return r ? std::optional<Row>(*r) : std::nullopt;
+                    });
+            }
+            it = analyses.emplace(f.module, std::move(made)).first;
+        }
+        return it->second ? it->second->function(f.row->func_start, f.row->func_size) : nullptr;
+    };
+    SbMemory memory(stop.process);
+    walk.saved = callee_saved::walk_values(walk.bt.frames, registers, initial, rules_of, memory);
+}
+
+std::vector<FrameView> lldb_frames(StopContext& stop, std::uint32_t max_frames,
+                                   std::vector<RegisterValues>* callee_saved) {
     std::vector<FrameView> out;
     // Frame by frame, not GetNumFrames(): LLDB computes frames up to the one
     // asked for, and a caller may need it to stop early (see cmd_compare).
@@ -114,6 +161,12 @@ std::vector<FrameView> lldb_frames(StopContext& stop, std::uint32_t max_frames) 
         lldb::SBModule m = concrete.GetModule();
         if (m.IsValid() && m.GetFileSpec().GetFilename() != nullptr)
             v.module = m.GetFileSpec().GetFilename();
+        if (callee_saved != nullptr) {
+            RegisterValues values;
+            for (const std::uint16_t reg : untracked_callee_saved(*stop.abi))
+                values.push_back(read_register(f, *stop.abi, reg));
+            callee_saved->push_back(std::move(values));
+        }
         out.push_back(std::move(v));
     }
     return out;

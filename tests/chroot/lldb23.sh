@@ -10,7 +10,8 @@
 #   test_unwindplan LLDB's own bt on the -noeh fixtures with the generated
 #                   debug files, stripped programs, split and in-program DWARF
 #   test_callee_saved rbx and r12-r15 and variables in caller frames with and
-#                   without the callee-saved rules in the generated files
+#                   without the callee-saved rules in the generated files, and
+#                   the ones `sframe bt -r` and `sframe compare` recover
 #   test_cores      the same on gcore dumps
 #   test_qemu       aarch64 and s390x fixtures under qemu-user's gdbstub
 # and test_commands once more with the host's build of the plugin when there

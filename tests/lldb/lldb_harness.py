@@ -352,7 +352,18 @@ def compare_stop(s, res, name, allowed_limits=KNOWN_END_LIMITS, expect_functions
     res.count("frames equal", equal)
     ok = equal == len(matches)
     detail = ""
-    if not ok:
+    # The recovered callee-saved registers against LLDB's (x86-64, `sframe
+    # callee-saved on`): a differing one makes its frame unequal.
+    regs = data.get("callee_saved")
+    if regs is not None:
+        for k in ("compared", "equal", "unknown", "wrong"):
+            res.count("callee-saved registers " + k, regs[k])
+    if regs is not None and regs["wrong"]:
+        ok = False
+        detail = "callee-saved registers differ: " + "; ".join(
+            "frame %d %s SFrame 0x%x LLDB 0x%x" % (d["frame"], d["register"], d["sframe"], d["lldb"])
+            for d in regs["differences"][:4])
+    elif not ok:
         detail = div["explanation"] if div else "frames differ"
         lldb_wrong = lldb_plan_error(data, div) if div else None
         if lldb_wrong is not None:

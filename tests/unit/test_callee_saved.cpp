@@ -144,6 +144,41 @@ TEST_CASE("callee-saved: values along a backtrace, frame by frame", "[callee_sav
     CHECK(partial[2].values[1] == std::nullopt);
 }
 
+TEST_CASE("callee-saved: recovered values against a reference's", "[callee_saved]") {
+    using Values = std::vector<std::optional<std::uint64_t>>;
+    const std::vector<std::uint16_t> regs = {rbx, r12};
+    std::vector<callee_saved::FrameValues> ours(5);
+    for (auto& f : ours)
+        f.analysed = true;
+    ours[0].values = {{9, 9}};            // frame 0: never compared
+    ours[1].values = {{1, 2}};            // rbx equal, r12 wrong
+    ours[2].values = {{std::nullopt, 4}}; // rbx declined: unknown
+    ours[3].values = {{5, 6}};            // at a different PC: not compared
+    ours[4].analysed = false;             // nothing recovered: not compared
+    ours[4].values = {{7, 8}};
+    const std::vector<Values> theirs = {
+        {1, 1}, {1, 3}, {10, std::nullopt} /* r12 unknown to the reference */, {0, 0}, {0, 0}};
+    std::vector<FrameMatch> frames(5);
+    frames[3].pc = false;
+
+    const auto c = callee_saved::compare_values(ours, theirs, frames, regs);
+    CHECK(c.compared == 3);
+    CHECK(c.equal == 1);
+    CHECK(c.unknown == 1);
+    REQUIRE(c.differences.size() == 1);
+    CHECK(c.differences[0].frame == 1);
+    CHECK(c.differences[0].reg == r12);
+    CHECK(c.differences[0].sframe == 2);
+    CHECK(c.differences[0].reference == 3);
+
+    // A reference with fewer frames or registers: only what both have.
+    const std::vector<Values> short_ref = {{}, {1}};
+    const auto s = callee_saved::compare_values(ours, short_ref, frames, regs);
+    CHECK(s.compared == 1);
+    CHECK(s.equal == 1);
+    CHECK(s.differences.empty());
+}
+
 TEST_CASE("callee-saved: an SFrame row that disagrees with the count makes registers unknown",
           "[callee_saved]") {
     // The row after the push claims CFA = rsp+24, where the push makes it 16.

@@ -130,4 +130,29 @@ std::vector<FrameValues> walk_values(std::span<const Frame> frames,
     return out;
 }
 
+RegisterComparison
+compare_values(std::span<const FrameValues> recovered,
+               std::span<const std::vector<std::optional<std::uint64_t>>> reference,
+               std::span<const FrameMatch> frames, std::span<const std::uint16_t> registers) {
+    RegisterComparison c;
+    const std::size_t n = std::min(registers.size(), FunctionRules::max_registers);
+    const std::size_t nf = std::min({recovered.size(), reference.size(), frames.size()});
+    for (std::size_t i = 1; i < nf; ++i) {
+        if (!recovered[i].analysed || !frames[i].pc) continue;
+        const auto& theirs = reference[i];
+        for (std::size_t k = 0; k < n && k < theirs.size(); ++k) {
+            if (!theirs[k]) continue;
+            ++c.compared;
+            const auto& ours = recovered[i].values[k];
+            if (!ours)
+                ++c.unknown;
+            else if (*ours == *theirs[k])
+                ++c.equal;
+            else
+                c.differences.push_back({i, registers[k], *ours, *theirs[k]});
+        }
+    }
+    return c;
+}
+
 } // namespace sfunwind::callee_saved

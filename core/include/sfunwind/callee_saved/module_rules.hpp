@@ -8,6 +8,7 @@
 #include "sfunwind/abi.hpp"
 #include "sfunwind/callee_saved/function_rules.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
+#include "sfunwind/unwind/backtrace_comparison.hpp"
 #include "sfunwind/unwind/step.hpp"
 
 #include <array>
@@ -104,5 +105,37 @@ std::vector<FrameValues> walk_values(std::span<const Frame> frames,
                                      std::span<const std::uint16_t> registers,
                                      std::span<const std::optional<std::uint64_t>> initial,
                                      const RulesOfFrame& rules_of, MemoryReader& memory);
+
+// A register whose value the walk recovered and another unwinder (the
+// reference: CFI, a debugger's own unwinder) gives differently, in the same
+// frame.
+struct RegisterDifference {
+    std::size_t frame = 0;
+    std::uint16_t reg = 0; // DWARF number
+    std::uint64_t sframe = 0;
+    std::uint64_t reference = 0;
+};
+
+// walk_values()'s values against the reference's. Only (frame, register)
+// pairs the reference has a value for count; "unknown" ones are those the
+// walk declined, which is not a difference.
+struct RegisterComparison {
+    std::size_t compared = 0;
+    std::size_t equal = 0;
+    std::size_t unknown = 0;
+    std::vector<RegisterDifference> differences;
+};
+
+// `recovered`: walk_values() of `registers`; `reference`: per frame, the
+// reference's values of `registers` in that order (nullopt where it has
+// none; a shorter list is as many nullopts); `frames`: the frames'
+// comparison (compare_backtraces()). Compared from frame 1, as frame 0's
+// values are the thread's own in both, and only in analysed frames whose
+// PCs agree: frames at different PCs are already a difference, their
+// registers say nothing more.
+RegisterComparison
+compare_values(std::span<const FrameValues> recovered,
+               std::span<const std::vector<std::optional<std::uint64_t>>> reference,
+               std::span<const FrameMatch> frames, std::span<const std::uint16_t> registers);
 
 } // namespace sfunwind::callee_saved
