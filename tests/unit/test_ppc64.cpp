@@ -4,6 +4,7 @@
 // frame analysis and the rows on the fixtures of tests/fixtures/ppc64 (GCC 12
 // cross compilers, -mtraceback=part and =full, static glibc), checked against
 // their symbol tables and their DWARF CFI.
+#include "../../core/src/ppc64/instruction.hpp"
 #include "catch.hpp"
 #include "fake_memory.hpp"
 #include "sfunwind/cfi/cfi_table.hpp"
@@ -608,6 +609,79 @@ TEST_CASE("ppc64 fixtures: glibc's assembly tables", "[ppc64][fixtures]") {
         CHECK(found->table.name == "memcpy");
         CHECK(found->table.tocless);
         CHECK(found->table.mandatory_reversed == little(rel));
+    }
+}
+
+// level_1's prologue and epilogue as GCC 12 wrote them, read in each file's
+// byte order and decoded field by field (objdump's disassembly in comments).
+TEST_CASE("ppc64 fixtures: level_1's prologue and epilogue decode field by field",
+          "[ppc64][fixtures]") {
+    struct Case {
+        const char* rel;
+        std::uint64_t start; // level_1
+        std::uint64_t mflr;  // offsets from start
+        std::uint64_t stdu;
+        std::int32_t frame;     // stdu r1,-frame(r1)
+        std::int32_t call_disp; // bl to with_alloca
+    };
+    // ELFv2 (ppc64le) functions open with two more instructions: the global
+    // entry point sets up the TOC pointer r2 (ELFv2 ABI, "Function
+    // Prologue"), here `lis r2` and `addi r2,r2`.
+    const std::array<Case, 2> cases = {{
+        {"bin/ppc64/tbtab-O2-full-static", 0x10000b60, 0x00, 0x14, 176, -0x150},
+        {"bin/ppc64le/tbtab-O2-full-static", 0x10000e30, 0x08, 0x1c, 96, -0x138},
+    }};
+    for (const Case& c : cases) {
+        INFO(c.rel);
+        const Loaded l = load(c.rel);
+        REQUIRE(by_name(l.index, "level_1").start == c.start);
+        auto at = [&](std::uint64_t offset) {
+            return isa::Insn{word_at(l.index, c.start + offset)};
+        };
+
+        const isa::Insn mflr = at(c.mflr); // mflr r0 (mfspr r0,8)
+        CHECK(mflr.word == 0x7c0802a6U);
+        CHECK((mflr.opcode() == isa::op_x && mflr.xo_x() == isa::xo_mfspr));
+        CHECK(mflr.spr() == isa::spr_lr);
+        CHECK(mflr.rt() == 0);
+        CHECK(isa::may_write_gpr(mflr, 0));
+        CHECK_FALSE(isa::may_write_gpr(mflr, 1));
+
+        const isa::Insn save = at(c.stdu - 4); // std r0,16(r1)
+        CHECK((save.opcode() == isa::op_std && save.xo_ds() == 0));
+        CHECK((save.rt() == 0 && save.ra() == 1 && save.ds() == 16));
+        CHECK_FALSE(isa::may_write_gpr(save, 0));
+        CHECK_FALSE(isa::may_write_gpr(save, 1));
+
+        const isa::Insn stdu = at(c.stdu); // stdu r1,-frame(r1)
+        CHECK((stdu.opcode() == isa::op_std && stdu.xo_ds() == 1));
+        CHECK((stdu.rt() == 1 && stdu.ra() == 1 && stdu.ds() == -c.frame));
+        CHECK(isa::may_write_gpr(stdu, 1));
+        CHECK_FALSE(isa::may_write_gpr(stdu, 0));
+
+        const isa::Insn loop = at(0x60); // bdnz .-0x40 (BO 16: decrement CTR, branch if not zero)
+        CHECK((loop.opcode() == isa::op_bc && loop.rt() == 16 && !loop.lk() && !loop.aa()));
+        CHECK(loop.bd() == -0x40);
+        CHECK_FALSE(isa::branches_always(loop.rt()));
+
+        const isa::Insn call = at(0x70); // bl with_alloca
+        CHECK((call.opcode() == isa::op_b && call.lk() && !call.aa()));
+        CHECK(call.li() == c.call_disp);
+
+        const isa::Insn pop = at(0x78); // addi r1,r1,frame
+        CHECK(
+            (pop.opcode() == isa::op_addi && pop.rt() == 1 && pop.ra() == 1 && pop.d() == c.frame));
+        const isa::Insn reload = at(0x7c); // ld r0,16(r1)
+        CHECK((reload.opcode() == isa::op_ld && reload.xo_ds() == 0));
+        CHECK((reload.rt() == 0 && reload.ra() == 1 && reload.ds() == 16));
+        const isa::Insn mtlr = at(0x88); // mtlr r0 (mtspr 8,r0)
+        CHECK(mtlr.word == 0x7c0803a6U);
+        CHECK((mtlr.xo_x() == isa::xo_mtspr && mtlr.spr() == isa::spr_lr && mtlr.rt() == 0));
+        CHECK_FALSE(isa::may_write_gpr(mtlr, 0));
+        const isa::Insn ret = at(0x8c); // blr (bclr 20,0)
+        CHECK((ret.opcode() == isa::op_xl && ret.xo_x() == isa::xo_bclr && !ret.lk()));
+        CHECK(isa::branches_always(ret.rt()));
+        CHECK(word_at(l.index, c.start + 0x90) == 0); // the traceback table's zero word
     }
 }
 
