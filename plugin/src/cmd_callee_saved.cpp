@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `sframe callee-saved on|off|status`: whether the generated debug files say
-// where each x86-64 function keeps its caller's rbx and r12-r15
+// where each function keeps its caller's callee-saved registers (x86-64 rbx,
+// r12-r15; AArch64 x19-x28, d8-d15)
 // (debug_file_cache.hpp). SFrame has no rules for them (SFrame v3 section
 // 2.4); with the setting on, the rules come from the analysis of each
 // function's instructions and LLDB shows those registers, and the variables
@@ -30,7 +31,8 @@ class CalleeSavedCommand final : public Command {
         }
         if (word != "status") session_.coverage.set_callee_saved(word == "on");
         const bool on = session_.coverage.callee_saved();
-        result.Printf("callee-saved registers (rbx, r12-r15) in generated debug files: %s%s\n",
+        result.Printf("callee-saved registers SFrame has no rules for, in generated debug files: "
+                      "%s%s\n",
                       on ? "on" : "off",
                       word == "status" ? ""
                                        : " (for modules LLDB loads from now on; loaded modules "

@@ -105,7 +105,7 @@ class StatusCommand final : public Command {
         result.Printf("debug files: %s (%s), in target.debug-file-search-paths\n",
                       session_.coverage.cache_dir().c_str(),
                       session_.coverage.enabled() ? "on" : "off");
-        result.Printf("callee-saved registers (rbx, r12-r15) in generated files: %s\n",
+        result.Printf("callee-saved registers SFrame has no rules for, in generated files: %s\n",
                       session_.coverage.callee_saved() ? "on" : "off");
         if (const ResponderStatus r = session_.coverage.responder_status(); !r.url.empty())
             result.Printf(

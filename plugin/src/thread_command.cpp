@@ -46,8 +46,8 @@ std::optional<ThreadRequest> thread_request(lldb::SBDebugger& debugger, const Pa
 }
 
 std::string callee_saved_withheld(const Session& session, const StopContext& stop) {
-    if (stop.abi->arch != Arch::X86_64)
-        return "the callee-saved register analysis covers x86-64 only";
+    if (!callee_saved::supported(*stop.abi))
+        return "the callee-saved register analysis does not cover " + std::string(stop.abi->name);
     if (!session.coverage.callee_saved()) return "'sframe callee-saved' is off";
     return {};
 }

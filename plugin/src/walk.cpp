@@ -85,7 +85,7 @@ Expected<std::unique_ptr<SframeWalk>> sframe_walk(ModuleCatalog& catalog, StopCo
 
 void recover_callee_saved(SframeWalk& walk, StopContext& stop) {
     walk.saved.clear();
-    if (stop.abi->arch != Arch::X86_64) return;
+    if (!callee_saved::supported(*stop.abi)) return;
     const auto registers = untracked_callee_saved(*stop.abi);
     RegisterValues initial(registers.size());
     if (walk.from_thread) {

@@ -685,6 +685,25 @@ TEST_CASE("ppc64 fixtures: level_1's prologue and epilogue decode field by field
     }
 }
 
+TEST_CASE("ppc64: system calls and VMX moves to a GPR write GPRs", "[ppc64][analysis]") {
+    // sc (0x44000002) and scv 0 (0x44000001): r0 and r3-r12, by the Linux
+    // system call ABI; r1, r2 and r13-r31 are kept.
+    for (const std::uint32_t word : {0x44000002U, 0x44000001U}) {
+        const isa::Insn sc{word};
+        CHECK(isa::may_write_gpr(sc, 0));
+        CHECK(isa::may_write_gpr(sc, 3));
+        CHECK(isa::may_write_gpr(sc, 12));
+        CHECK_FALSE(isa::may_write_gpr(sc, 1));
+        CHECK_FALSE(isa::may_write_gpr(sc, 31));
+    }
+    // vctzlsbb r0,v1 (0x10013602) and vextubrx r8,r7,v0 (0x1107070d) write
+    // GPR RT; vaddubm v0,v1,v2 (0x10011000) writes a vector register only.
+    CHECK(isa::may_write_gpr(isa::Insn{0x10013602U}, 0));
+    CHECK(isa::may_write_gpr(isa::Insn{0x1107070dU}, 8));
+    CHECK_FALSE(isa::may_write_gpr(isa::Insn{0x1107070dU}, 7));
+    CHECK_FALSE(isa::may_write_gpr(isa::Insn{0x10011000U}, 0));
+}
+
 TEST_CASE("ppc64 fixtures: rows at the prologue, the body and the epilogue", "[ppc64][fixtures]") {
     for (const auto& rel : fixture_names()) {
         INFO(rel);

@@ -277,6 +277,7 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     FunctionRules out;
     out.start_ = start;
     out.end_ = start + code.size();
+    out.order_ = abi.order;
     out.registers_ = untracked_callee_saved(abi);
     const std::size_t nregs = std::min(out.registers_.size(), max_registers);
 

@@ -82,9 +82,9 @@ std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::ui
             const bool wraps = found[i].offset < 0 ? slot > cfa : slot < cfa;
             std::array<std::uint8_t, 8> bytes{};
             std::uint64_t value = 0;
-            // x86-64 only (FunctionRules::analyse): little-endian.
+            // In the target's byte order (s390x: big-endian).
             if (!wraps && memory.read(slot, bytes) &&
-                ByteView(bytes, ByteOrder::Little).load(0, value)) {
+                ByteView(bytes, rules.byte_order()).load(0, value)) {
                 s.kind = SavedRegister::Kind::Value;
                 s.value = value;
             }

@@ -40,6 +40,9 @@ class Transfer {
         if (may_write_gpr(i, 31)) n.r31_callers = reloads_r31(i, s);
 
         const unsigned op = i.opcode();
+        // scv (SC form with bit 31 set) returns with LR clobbered (the Linux
+        // system call ABI); sc keeps it.
+        if (op == 17 && (i.word & 3U) == 1U) n.ra_in_lr = false;
         if (op == isa::op_x && (i.xo_x() == isa::xo_mfspr || i.xo_x() == isa::xo_mtspr) &&
             i.spr() == isa::spr_lr) {
             if (i.xo_x() == isa::xo_mfspr)

@@ -70,10 +70,30 @@ inline constexpr std::uint32_t nop_r2_word = 0x60420000; // ori r2,r2,0: GCC's a
 inline bool may_write_gpr(const Insn& i, unsigned r) {
     if (i.word == nop_word) return false;
     switch (i.opcode()) {
-    case 16:
     case 17:
+        // sc and scv: the Linux system call ABI (powerpc/syscall64-abi)
+        // clobbers r0 and r3-r12 (r3: the result).
+        return r == 0 || (r >= 3 && r <= 12);
+    case 4:
+        // VMX: a vector result, but for the VX forms that move a count or an
+        // element to GPR RT: vclzlsbb/vctzlsbb (xo 1538), vextractbm and its
+        // kin (1602), vextu[bhw][lr]x (1549, 1613, 1677, 1805, 1869, 1933).
+        switch (i.word & 0x7FFU) {
+        case 1538:
+        case 1602:
+        case 1549:
+        case 1613:
+        case 1677:
+        case 1805:
+        case 1869:
+        case 1933:
+            return i.rt() == r;
+        default:
+            return false;
+        }
+    case 16:
     case 18:
-    case 19: // branches, sc, CR logic: no GPR written
+    case 19: // branches, CR logic: no GPR written
     case 10:
     case 11: // cmpli, cmpi
     case 36:
@@ -86,8 +106,7 @@ inline bool may_write_gpr(const Insn& i, unsigned r) {
     case 50: // lfs lfd: write FPRs
     case 59:
     case 63:
-    case 4:
-    case 60: // FP and vector arithmetic
+    case 60: // FP and VSX arithmetic
         return false;
     case 37:
     case 39:

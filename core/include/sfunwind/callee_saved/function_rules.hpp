@@ -131,6 +131,8 @@ class FunctionRules {
     std::optional<std::int32_t> slot_at(std::uint64_t pc, std::size_t index) const;
 
     std::uint64_t start() const noexcept { return start_; }
+    // The byte order of the ABI analysed: how a saved slot is read.
+    ByteOrder byte_order() const noexcept { return order_; }
     // The start of each decoded instruction, in order.
     std::vector<std::uint64_t> instruction_starts() const;
     // Whether the instruction at `pc` is alignment padding (nop, int3) no
@@ -152,6 +154,7 @@ class FunctionRules {
     std::optional<std::size_t> change_at(std::uint64_t pc) const;
     std::uint64_t start_ = 0;
     std::uint64_t end_ = 0;
+    ByteOrder order_ = ByteOrder::Little;
     std::uint64_t decoded_end_ = 0;
     std::span<const std::uint16_t> registers_;
     // Where the rules change (offsets from start_, analyse() caps a function
