@@ -256,7 +256,8 @@ std::vector<std::uint8_t> a64_words(std::initializer_list<std::uint32_t> words) 
 
 } // namespace
 
-TEST_CASE("callee-saved: AArch64 pair stores with writeback, str/ldr of x19, d8", "[callee_saved]") {
+TEST_CASE("callee-saved: AArch64 pair stores with writeback, str/ldr of x19, d8",
+          "[callee_saved]") {
     const Abi& abi = abi_aarch64(ByteOrder::Little);
     constexpr std::uint16_t x19 = 19;
     constexpr std::uint16_t d8 = 72;
@@ -264,10 +265,11 @@ TEST_CASE("callee-saved: AArch64 pair stores with writeback, str/ldr of x19, d8"
     // bl .+4; ldr x19, [sp, #16]; ldp x29, x30, [sp], #32; ret
     const auto code = a64_words({0xa9be7bfd, 0x910003fd, 0xf9000bf3, 0xaa0003f3, 0x94000001,
                                  0xf9400bf3, 0xa8c27bfd, 0xd65f03c0});
-    auto f = FunctionRules::analyse(
-        abi, 0x1000, code,
-        aarch64_rows({{0x1000, 0x1004, 0}, {0x1004, 0x1008, 32}, {0x1008, 0x101c, 32, true},
-                      {0x101c, 0x1020, 0}}));
+    auto f = FunctionRules::analyse(abi, 0x1000, code,
+                                    aarch64_rows({{0x1000, 0x1004, 0},
+                                                  {0x1004, 0x1008, 32},
+                                                  {0x1008, 0x101c, 32, true},
+                                                  {0x101c, 0x1020, 0}}));
     REQUIRE(f);
     CHECK(f->stats().instructions == 8);
     CHECK(f->at(0x1008, x19) == RegRule::same_value(RegRule::Source::Fre));
@@ -306,8 +308,8 @@ TEST_CASE("callee-saved: AArch64 code whose SFrame rows disagree with the count 
 }
 
 TEST_CASE("callee-saved: other ABIs are declined, oversized functions too", "[callee_saved]") {
-    auto a = FunctionRules::analyse(abi_ppc64(ByteOrder::Big), 0x1000, save_use_restore,
-                                    rows_of({}));
+    auto a =
+        FunctionRules::analyse(abi_ppc64(ByteOrder::Big), 0x1000, save_use_restore, rows_of({}));
     REQUIRE(!a);
     CHECK(a.error().code() == Errc::Unsupported);
     callee_saved::Limits small;
