@@ -352,8 +352,9 @@ def compare_stop(s, res, name, allowed_limits=KNOWN_END_LIMITS, expect_functions
     res.count("frames equal", equal)
     ok = equal == len(matches)
     detail = ""
-    # The recovered callee-saved registers against LLDB's (x86-64, `sframe
-    # callee-saved on`): a differing one makes its frame unequal.
+    # The recovered callee-saved registers against LLDB's (where the
+    # analysis covers the ABI, `sframe callee-saved on`): a differing one
+    # makes its frame unequal.
     regs = data.get("callee_saved")
     if regs is not None:
         for k in ("compared", "equal", "unknown", "wrong"):

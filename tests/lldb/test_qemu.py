@@ -7,7 +7,8 @@ gas 2.47 for s390x, big-endian) is started with `qemu-ARCH -g PORT`, LLDB
 connects with gdb-remote and continues to the fixture's stop (aarch64: brk
 #0, s390x: a NULL store). `sframe bt` must give the fixture's call chain and
 `sframe compare` must find LLDB's frames equal where both have them, or name
-the SFrame limit where the walk ends (static glibc has no FDEs).
+the SFrame limit where the walk ends (static glibc has no FDEs), and the
+callee-saved registers recovered in upper frames equal to LLDB's.
 
 usage: test_qemu.py --plugin libsfunwind_lldb.so --lldb lldb-23 [--work DIR] [-v]
 """
@@ -84,7 +85,17 @@ def run_one(s, res, label, qemu, path, chain, extra_settings=()):
                 # stack, under qemu): its frames end at on_signal, SFrame's
                 # one later, where no module covers the trampoline.
                 allowed = allowed | {"reference-ended"}
-            H.compare_stop(s, res, label + ": sframe compare", allowed_limits=allowed)
+            data = H.compare_stop(s, res, label + ": sframe compare", allowed_limits=allowed)
+            # The callee-saved registers the analysis recovers (AArch64
+            # x19-x28, d8-d15; s390x r6-r10, r12, r13, f8-f15) against
+            # LLDB's CFI values: compare_stop fails on a wrong one; some
+            # must be compared in every recurse program's upper frames.
+            regs = (data or {}).get("callee_saved") or {}
+            if "recurse" in label:
+                res.check(label + ": callee-saved registers compared with LLDB's",
+                          regs.get("compared", 0) > 0 and regs.get("equal", 0) > 0,
+                          "%s" % {k: regs.get(k) for k in ("compared", "equal", "unknown", "wrong")}
+                          if regs else (data or {}).get("callee_saved_withheld", "no callee_saved in the JSON"))
             ok, out, err = s.cmd("sframe show-unwind -n fixture_leaf")
             res.check(label + ": show-unwind", ok and "row[0]" in out, out + err)
             process.Kill()
