@@ -282,6 +282,10 @@ run_cmd() {
     [[ -n "$d" ]] || continue
     if [[ "$here" == "$d" || "$here" == "$d"/* ]]; then cwd=$here; fi
   done < <(bind_dirs)
+  # The lock guards building and mounting only: the command runs without
+  # it, or every other `run` would wait for this one to end (the lock's fd
+  # would be inherited by the command and its children).
+  exec 9>&-
   exec chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     /bin/sh -c 'cd "$0" && exec "$@"' "$cwd" "$@"
