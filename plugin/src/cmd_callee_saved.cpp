@@ -34,9 +34,11 @@ class CalleeSavedCommand final : public Command {
         result.Printf("callee-saved registers SFrame has no rules for, in generated debug files: "
                       "%s%s\n",
                       on ? "on" : "off",
-                      word == "status" ? ""
-                                       : " (for modules LLDB loads from now on; loaded modules "
-                                         "keep their files)");
+                      word == "status"
+                          ? ""
+                          : " (for modules LLDB loads from now on; loaded modules keep their "
+                            "files, and so do modules LLDB's debuginfod client has cached: clear "
+                            "plugin.symbol-locator.debuginfod.cache-path to apply it to those)");
         return true;
     }
 };
