@@ -126,5 +126,7 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
                    std::span<const std::uint16_t> tracked, Code& out);
 bool decode_aarch64(ByteOrder order, std::uint64_t start, std::span<const std::uint8_t> code,
                     std::span<const std::uint16_t> tracked, Code& out);
+bool decode_s390x(std::uint64_t start, std::span<const std::uint8_t> code,
+                  std::span<const std::uint16_t> tracked, Code& out);
 
 } // namespace sfunwind::callee_saved::detail
