@@ -23,6 +23,7 @@
 // coverage only, so anything not known to leave a register alone writes it.
 #include "instruction.hpp"
 
+#include <algorithm>
 #include <array>
 #include <capstone/capstone.h>
 #include <cstdint>
@@ -240,11 +241,12 @@ std::array<unsigned, 16> register_range(unsigned first, unsigned last, unsigned 
 // function starts with: GCC saves f8-f15 through one (`lgr %r14,%r15; aghi
 // %r14,-64; std %f8,0(%r14)`), after moving SP. Offsets are from the SP at
 // entry; a store through such a register is a store relative to SP. Only
-// until the first instruction that does not fall through, and decode_s390x()
-// drops the copies when a branch enters that code after its start (the
-// copies hold only for the straight line).
+// until the first instruction that does not fall through, and before `end`:
+// decode_s390x() sets it to the first address a jump or branch enters that
+// code at (the copies hold only on the straight line from the entry).
 struct SpCopies {
     bool active = true;
+    std::uint64_t end = std::numeric_limits<std::uint64_t>::max();
     std::int64_t sp = 0; // SP before the instruction, from the entry SP
     std::array<std::optional<std::int64_t>, 16> reg{};
     std::optional<std::uint64_t> last_use; // the last instruction a copy placed
@@ -337,8 +339,8 @@ class Reducer {
     // A memory operand's base: SP + disp where a register copying SP is its
     // only address register, else base_of().
     static Placed place(const sysz_op_mem& mem, SpCopies* copies, std::uint64_t address) {
-        if (copies != nullptr && copies->active && is_gpr(mem.base) && mem.base != SYSZ_REG_0 &&
-            (mem.index == SYSZ_REG_INVALID || mem.index == SYSZ_REG_0)) {
+        if (copies != nullptr && copies->active && address < copies->end && is_gpr(mem.base) &&
+            mem.base != SYSZ_REG_0 && (mem.index == SYSZ_REG_INVALID || mem.index == SYSZ_REG_0)) {
             const auto& copy = copies->reg[mem.base - SYSZ_REG_0];
             if (copy) {
                 copies->last_use = address;
@@ -640,6 +642,7 @@ class Reducer {
             if (is_gpr(reg)) gprs |= static_cast<std::uint16_t>(1U << (reg - SYSZ_REG_0));
             const auto d = dwarf_number(reg);
             if (!d) return;
+            if (*d < 64) out.written |= std::uint64_t{1} << *d;
             if (*d == dwarf_sp) {
                 if (out.sp == SpEffect::None) out.sp = SpEffect::Unknown;
             } else if (*d == dwarf_fp) {
@@ -689,11 +692,13 @@ class Reducer {
                     written(r);
                 // vlm wraps from v31 to v0.
                 if (b < a) out.clobbered = ~std::uint32_t{0} & ~loaded;
+                out.written = ~std::uint64_t{0};
                 return gprs;
             }
 #endif
             // Access registers (lam) and anything else: every register.
             out.clobbered = ~std::uint32_t{0} & ~loaded;
+            out.written = ~std::uint64_t{0};
             return 0xffff;
         }
         // Stores, compares, tests and branches write no register operand,
@@ -711,6 +716,17 @@ class Reducer {
                 break;
             }
         if (first == nullptr) return gprs;
+        // ldgr, lgdr, lgr and ldr copy a whole 8-byte register.
+        if (one_of(m, {"ldgr", "lgdr", "lgr", "ldr"}) && z.op_count == 2 &&
+            z.operands[1].type == SYSZ_OP_REG) {
+            const auto to = dwarf_number(first->reg);
+            const auto from = dwarf_number(z.operands[1].reg);
+            if (to && from && &z.operands[0] == first) {
+                out.copies = true;
+                out.copy_to = *to;
+                out.copy_from = *from;
+            }
+        }
         const bool extended_fp = is_fpr(first->reg) && m.find('x') != std::string_view::npos;
         if (writes_first_pair(m) || extended_fp)
             written_pair(first->reg);
@@ -744,18 +760,20 @@ bool decode_s390x(std::uint64_t start, std::span<const std::uint8_t> code,
     run(&copies);
     if (!copies.last_use) return true;
     // A jump or branch into the straight line after its start: what the
-    // copies hold there depends on the path. Decoded again without them.
-    bool entered = false;
+    // copies hold from there on depends on the path. Decoded again with the
+    // copies ended there.
+    std::uint64_t entered = std::numeric_limits<std::uint64_t>::max();
     for (std::size_t k = first; k < out.instructions.size(); ++k) {
         const Instruction& in = out.instructions[k];
-        if ((in.flow == Flow::Jump || in.flow == Flow::Branch) && in.target > start &&
-            in.target <= *copies.last_use)
-            entered = true;
+        if ((in.flow == Flow::Jump || in.flow == Flow::Branch) && in.target > start)
+            entered = std::min(entered, in.target);
     }
-    if (entered) {
+    if (entered <= *copies.last_use) {
         out.instructions.resize(first);
         out.accesses.resize(first_access);
-        run(nullptr);
+        SpCopies until;
+        until.end = entered;
+        run(&until);
     }
     return true;
 }

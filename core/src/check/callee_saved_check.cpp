@@ -128,6 +128,10 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
                            rules->slot_at(pc, k) == cfi_rule.offset) {
                     // The register still holds the value the CFI's slot does.
                     ++report.counts.equivalent;
+                } else if (cfi_rule.kind == RegRule::Kind::ValReg && cfi_rule.offset == 0 &&
+                           rules->copy_at(pc, k) == cfi_rule.reg) {
+                    // The CFI's register holds a copy the analysis proved.
+                    ++report.counts.equivalent;
                 } else {
                     ++report.counts.wrong;
                     if (report.wrong.size() < options.max_listed)

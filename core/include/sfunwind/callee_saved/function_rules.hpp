@@ -129,6 +129,13 @@ class FunctionRules {
     // joining the epilogue), that slot: CFI rows follow addresses, not
     // paths, and give it there.
     std::optional<std::int32_t> slot_at(std::uint64_t pc, std::size_t index) const;
+    // The register (DWARF number) that also holds register registers()[index]'s
+    // caller value at `pc`, when the analysis proved one: a whole-register
+    // copy made while the register held it (s390x leaf functions keep r6-r13
+    // in FPRs: `ldgr %f2,%r10`), not written since. DWARF CFI gives such a
+    // register as the rule; the analysis's own rule stays "same value" or
+    // the slot.
+    std::optional<std::uint16_t> copy_at(std::uint64_t pc, std::size_t index) const;
 
     std::uint64_t start() const noexcept { return start_; }
     // The start of each decoded instruction, in order.
@@ -156,8 +163,11 @@ class FunctionRules {
     std::span<const std::uint16_t> registers_;
     // Where the rules change (offsets from start_, analyse() caps a function
     // below 4 GiB), and per change `stride_` rules then `stride_` slots
-    // (stride_ = registers().size()): about 8 bytes a register per change.
+    // (stride_ = registers().size()), and `stride_` register copies where
+    // the code makes any (width_: 2 or 3 strides): about 8 bytes a register
+    // per change.
     std::size_t stride_ = 0;
+    std::size_t width_ = 0;
     std::vector<std::uint32_t> change_offsets_;
     std::vector<std::int32_t> change_codes_;
     std::vector<std::uint32_t> offsets_;   // instruction starts
