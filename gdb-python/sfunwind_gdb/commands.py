@@ -211,7 +211,8 @@ Usage: sframe compare [N]     (at most N frames, default 256)"""
 
 class CalleeSavedCommand(gdb.Command):
     """Recover the callee-saved registers SFrame has no rules for (x86-64
-rbx, r12-r15) in the frames it unwinds, so that upper frames show the
+rbx, r12-r15; AArch64 x19-x28, d8-d15; s390x r6-r10, r12, r13, f8-f15) in
+the frames it unwinds, so that upper frames show the
 variables kept in them.
 
 Usage: sframe callee-saved [on|off]

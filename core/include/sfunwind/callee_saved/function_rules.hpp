@@ -51,7 +51,15 @@
 // within that); past a limit the function is declined. Bytes Capstone cannot
 // decode end the linear decode there: what follows is unknown.
 //
-// x86-64 and AArch64 are analysed (supported()); other ABIs, and signal
+// Register copies: a whole register copied to another while it holds its
+// caller's value (s390x leaf functions keep r6-r13 in FPRs: `ldgr %f2,%r10`)
+// is followed until the copy is written or a call; copying it back restores
+// the register, and copy_at() gives it as a second answer (DWARF CFI names
+// such registers), not as a rule.
+//
+// x86-64 (rbx, r12-r15), AArch64 (x19-x28, d8-d15) and s390x (r6-r10, r12,
+// r13, f8-f15; s390x_decoder.cpp) are analysed (supported()); other ABIs
+// (PowerPC64), and signal
 // trampolines (rows with the signal flag: the caller's registers are in the
 // signal frame), are declined (every register unknown).
 #pragma once
