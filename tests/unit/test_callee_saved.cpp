@@ -382,6 +382,15 @@ TEST_CASE("callee-saved: s390x leaf code keeping r6 in an FPR; rows that disagre
     CHECK(g->stats().anchor_conflicts >= 1);
     CHECK(g->at(0x400e, s390x_r6).kind == RegRule::Kind::Undefined);
     CHECK(g->at(0x400e, s390x_r7).kind == RegRule::Kind::Undefined);
+
+    // stmg %r6,%r15,48(%r15); basr %r13,0 (no branch, but r13 = the next
+    // address); br %r14: r13 only in its slot, 48 + 7 * 8 - 160 = CFA-56.
+    const std::vector<std::uint8_t> base = {0xeb, 0x6f, 0xf0, 0x30, 0x00,
+                                            0x24, 0x0d, 0xd0, 0x07, 0xfe};
+    auto h = FunctionRules::analyse(abi, 0x5000, base, s390x_rows({{0x5000, 0x500a, 160}}));
+    REQUIRE(h);
+    CHECK(h->at(0x5006, 13) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(h->at(0x5008, 13) == RegRule::at_cfa(-56));
 }
 
 TEST_CASE("callee-saved: other ABIs are declined, oversized functions too", "[callee_saved]") {

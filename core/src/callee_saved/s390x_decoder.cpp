@@ -102,7 +102,8 @@ bool is_condition(std::string_view c) {
 // Only with a memory operand: vstrc and vstrs (vector string range compare)
 // write their first operand.
 bool is_register_store(std::string_view m, bool has_memory) {
-    return has_memory && (starts_with(m, "st") || starts_with(m, "vst") || m == "ntstg");
+    return has_memory && (starts_with(m, "st") || starts_with(m, "vst") || starts_with(m, "vsce") ||
+                          m == "ntstg");
 }
 
 // Compares and tests: they set the condition code only. Conversions start
@@ -662,7 +663,10 @@ class Reducer {
         for (std::uint8_t i = 0; i < insn.detail->regs_write_count; ++i)
             written(insn.detail->regs_write[i]);
 
-        const bool calls = out.flow == Flow::Call;
+        // Branch and link writes the return address to r1 whether it
+        // branches or not (basr %r13,0 loads a base register).
+        const bool links =
+            one_of(m, {"brasl", "bras", "basr", "bas", "balr", "bal", "bassm", "bsm"});
         const bool counts = one_of(m, {"brct", "brctg", "brcth", "bct", "bctg", "bctr", "bctgr"});
         if (writes_all_pairs(m) || writes_operands(m)) {
             const bool pairs = writes_all_pairs(m);
@@ -706,7 +710,7 @@ class Reducer {
         const bool none = (store && !is_interlocked(m) && m != "cs" && m != "csy" && m != "csg" &&
                            m != "cds" && m != "cdsy" && m != "cdsg") ||
                           is_compare(m) || is_compare_trap(m) ||
-                          compare_branch(m) != CompareBranch::No || (branch && !calls && !counts) ||
+                          compare_branch(m) != CompareBranch::No || (branch && !links && !counts) ||
                           m == "pfd" || m == "pfdrl";
         if (none) return gprs;
         const cs_sysz_op* first = nullptr;
