@@ -34,7 +34,8 @@ Options:
   --registers          print each frame's rbx and r12-r15 (x86-64), as
                        recovered from the functions' instructions, or
                        `<not saved>` where unknown (JSON always has them)
-  --no-callee-saved    do not recover rbx and r12-r15: SFrame has no rules
+  --no-callee-saved    do not recover rbx, r12-r15 (AArch64 x19-x28, d8-d15;
+                       s390x r6-r10, r12, r13, f8-f15): SFrame has no rules
                        for them, so they come from an analysis of each
                        function's code, anchored by its SFrame rows
   --max-frames N       stop each walk after N frames (default 65536)

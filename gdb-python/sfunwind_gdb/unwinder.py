@@ -96,8 +96,11 @@ class Engine:
         self._sp_type = None
         self._code = _Values()
         self._pc_values = self._fp_values = self._code
-        # Callee-saved registers' values (general registers: one type).
-        self._saved_values = None
+        # Callee-saved registers' values: one _Values per GDB register type
+        # (general registers share one; s390x f8-f15 have a float type),
+        # and per register id its _Values (False: not given to GDB).
+        self._saved_values = {}
+        self._saved_by_id = {}
         self._pf = None
         self._pc = None
         self._cur_pf = None
@@ -130,7 +133,8 @@ class Engine:
         self._cast = None
         self._code = _Values()
         self._pc_values = self._fp_values = self._code
-        self._saved_values = None
+        self._saved_values = {}
+        self._saved_by_id = {}
         self._dwarf_ids = {}
         if regs is None:
             return
@@ -234,10 +238,32 @@ class Engine:
             ident = self._dwarf_ids[saved.reg] = self._gdb_register_id(saved.reg)
         if ident is False:
             return
-        values = self._saved_values
+        values = self._saved_by_id.get(ident)
         if values is None:
-            values = self._saved_values = _Values(pf.read_register(ident).type if self._cast else None)
+            values = self._saved_by_id[ident] = self._values_for(pf, ident)
+        if values is False:
+            return
         info.add_saved_register(ident, values.get(saved.value))
+
+    def _values_for(self, pf, ident):
+        if not self._cast:
+            # GDB 13 copies the value's bytes: a 64-bit integer is the
+            # register's contents whatever its type (an FPR's bits too).
+            key, type_ = None, None
+        else:
+            type_ = pf.read_register(ident).type
+            if type_.strip_typedefs().code not in _INTEGER_TYPE_CODES:
+                # Later GDBs want the register's own type, and casting an
+                # integer to a float type converts the number instead of
+                # keeping its bits: s390x f8-f15 (float-typed) are left
+                # unsaved here, which GDB shows as "not saved", never as a
+                # wrong value.
+                return False
+            key = str(type_)
+        values = self._saved_values.get(key)
+        if values is None:
+            values = self._saved_values[key] = _Values(type_)
+        return values
 
     def _learn_cast(self, pf):
         """GDB 13 takes any value of the register's size; later versions may

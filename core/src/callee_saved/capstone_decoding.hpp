@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <type_traits>
 
 namespace sfunwind::callee_saved::detail {
 
@@ -36,8 +37,10 @@ class CapstoneHandle {
 };
 
 // Decodes [start, start + code.size()) linearly, calling reduce(insn) for
-// each instruction, until the end or the first bytes Capstone cannot
-// decode. False when the handle is not open or Capstone has no memory.
+// each instruction, until the end, the first bytes Capstone cannot decode,
+// or a reduce() that returns false (one that returns bool: s390x's execute
+// instructions end the decode). False when the handle is not open or
+// Capstone has no memory.
 template <class Reduce>
 bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
                  std::span<const std::uint8_t> code, Reduce&& reduce) {
@@ -50,8 +53,13 @@ bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
     const std::uint8_t* p = code.data();
     std::size_t left = code.size();
     std::uint64_t address = start;
-    while (left > 0 && cs_disasm_iter(handle.get(), &p, &left, &address, insn.get()))
-        reduce(*insn);
+    while (left > 0 && cs_disasm_iter(handle.get(), &p, &left, &address, insn.get())) {
+        if constexpr (std::is_same_v<decltype(reduce(*insn)), bool>) {
+            if (!reduce(*insn)) break;
+        } else {
+            reduce(*insn);
+        }
+    }
     return true;
 }
 

@@ -17,8 +17,8 @@ bool decodable(const Abi& abi) noexcept {
     switch (abi.arch) {
     case Arch::X86_64:
     case Arch::AArch64:
-        return true;
     case Arch::S390x:
+        return true;
     case Arch::Ppc64:
         break;
     }
@@ -34,6 +34,7 @@ bool decode(const Abi& abi, std::uint64_t start, std::span<const std::uint8_t> c
     case Arch::AArch64:
         return decode_aarch64(abi.order, start, code, tracked, out);
     case Arch::S390x:
+        return decode_s390x(start, code, tracked, out);
     case Arch::Ppc64:
         break;
     }

@@ -33,6 +33,10 @@ struct State {
     // follow addresses and not paths, give that slot after a join.
     std::uint32_t alt_valid = 0;
     std::array<std::int64_t, FunctionRules::max_registers> alt{};
+    // bit i: register copy[i] (a DWARF number below 64) holds register i's
+    // caller value (s390x `ldgr %f2,%r10`: a leaf function keeps it in an FPR).
+    std::uint32_t copy_valid = 0;
+    std::array<std::uint16_t, FunctionRules::max_registers> copy{};
 
     bool operator==(const State&) const = default;
 };
@@ -50,6 +54,14 @@ State meet(const State& a, const State& b) {
         const std::uint32_t bit = 1U << i;
         if ((a.slot_valid & bit) != 0 && (b.slot_valid & bit) != 0 && a.slot[i] == b.slot[i])
             m.slot_valid |= bit;
+    }
+    m.copy_valid = 0;
+    for (std::size_t i = 0; i < m.copy.size(); ++i) {
+        const std::uint32_t bit = 1U << i;
+        if ((a.copy_valid & bit) != 0 && (b.copy_valid & bit) != 0 && a.copy[i] == b.copy[i])
+            m.copy_valid |= bit;
+        else
+            m.copy[i] = 0;
     }
     if (!m.sp_known) m.sp = 0;
     if (!m.fp_known) m.fp = 0;
@@ -86,6 +98,8 @@ void forget_registers(State& s) {
     s.slot_valid = 0;
     s.slot.fill(0);
     s.alt_valid = 0;
+    s.copy_valid = 0;
+    s.copy.fill(0);
 }
 
 // The instruction's SFrame row fixes what the path counted: CFA = rsp + k
@@ -127,7 +141,24 @@ void invalidate(State& s, std::int64_t begin, std::int64_t size) {
     }
 }
 
-void transfer(State& s, const Code& code, const Instruction& in) {
+void transfer(State& s, const Code& code, const Instruction& in,
+              std::span<const std::uint16_t> registers) {
+    // A whole register copied (before this instruction's writes): from a
+    // tracked register holding its caller's value, the copy holds it too;
+    // back from such a copy, the register holds it again.
+    std::uint32_t copy_restored = 0;
+    std::optional<std::size_t> copied;
+    if (in.copies && in.copy_to < 64) {
+        for (std::size_t i = 0; i < registers.size() && i < s.copy.size(); ++i) {
+            const std::uint32_t bit = 1U << i;
+            // The first copy stays (as the first slot does): CFI names it.
+            if (registers[i] == in.copy_from && (s.intact & bit) != 0 && (s.copy_valid & bit) == 0)
+                copied = i;
+            if (registers[i] == in.copy_to && (s.copy_valid & bit) != 0 &&
+                s.copy[i] == in.copy_from)
+                copy_restored |= bit;
+        }
+    }
     // Memory written. A call's callee uses the stack below SP: every slot
     // there is gone.
     // Stores through other registers, through rbp at an offset the count
@@ -178,7 +209,22 @@ void transfer(State& s, const Code& code, const Instruction& in) {
     }
     s.intact = (s.intact | restored) & ~lost;
     s.intact &= ~in.clobbered;
+    s.intact |= copy_restored;
     s.alt_valid &= s.intact;
+    // Copies end where their register is written, and at calls (the callee
+    // may write every register the ABI does not preserve).
+    for (std::size_t i = 0; i < s.copy.size(); ++i) {
+        const std::uint32_t bit = 1U << i;
+        if ((s.copy_valid & bit) == 0) continue;
+        if (in.flow == Flow::Call || (in.written >> s.copy[i] & 1U) != 0) {
+            s.copy_valid &= ~bit;
+            s.copy[i] = 0;
+        }
+    }
+    if (copied) {
+        s.copy_valid |= 1U << *copied;
+        s.copy[*copied] = in.copy_to;
+    }
 
     // The frame pointer, then the stack pointer (leave: rsp from the old rbp).
     const bool fp_was_known = s.fp_known;
@@ -242,6 +288,12 @@ std::int32_t encode_second(const State& s, std::size_t i, std::int64_t red_zone)
     if (!s.reached || (s.intact & bit) == 0 || (s.alt_valid & bit) == 0)
         return FunctionRules::unknown;
     return encode_offset(s, s.alt[i], red_zone);
+}
+
+// The register that holds register i's caller value too, or unknown.
+std::int32_t encode_copy(const State& s, std::size_t i) {
+    if (!s.reached || (s.copy_valid & (1U << i)) == 0) return FunctionRules::unknown;
+    return s.copy[i];
 }
 
 // The rule: "same value" while the register holds the caller's value (a
@@ -355,7 +407,7 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
             const Instruction& in = insns[k];
             if (in.flow == Flow::Indirect || (facts.landing_pads && in.flow == Flow::Call))
                 body = meet(body, s);
-            transfer(s, decoded, in);
+            transfer(s, decoded, in, out.registers_.first(nregs));
             const bool returning_call =
                 in.flow == Flow::Call &&
                 !(in.direct_call && facts.never_returns && facts.never_returns(in.target));
@@ -405,20 +457,25 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     }
     out.stats_.unreached = seeds;
 
-    // The rule table: a change point wherever a rule changes.
+    // The rule table: a change point wherever a rule changes. Register
+    // copies take a third row of codes, where the code has any.
     out.stride_ = nregs;
-    std::vector<std::int32_t> codes(2 * nregs);
+    const bool copies =
+        std::any_of(insns.begin(), insns.end(), [](const Instruction& in) { return in.copies; });
+    out.width_ = (copies ? 3 : 2) * nregs;
+    std::vector<std::int32_t> codes(out.width_);
     for (std::size_t k = 0; k < insns.size(); ++k) {
         State s = before[k];
         if (s.reached && row_of[k]) anchor(s, *row_of[k], abi, out.stats_);
         for (std::size_t i = 0; i < nregs; ++i) {
             codes[i] = encode_rule(s, i, abi.red_zone);
             codes[nregs + i] = encode_second(s, i, abi.red_zone);
+            if (copies) codes[2 * nregs + i] = encode_copy(s, i);
         }
         const bool same_as_last =
             !out.change_offsets_.empty() &&
             std::equal(codes.begin(), codes.end(),
-                       out.change_codes_.end() - static_cast<std::ptrdiff_t>(2 * nregs));
+                       out.change_codes_.end() - static_cast<std::ptrdiff_t>(out.width_));
         if (!same_as_last) {
             out.change_offsets_.push_back(out.offsets_[k]);
             out.change_codes_.insert(out.change_codes_.end(), codes.begin(), codes.end());
@@ -446,7 +503,7 @@ void FunctionRules::at(std::uint64_t pc, std::span<RegRule> out) const {
     if (!c) return;
     const std::size_t n = std::min(out.size(), stride_);
     for (std::size_t i = 0; i < n; ++i) {
-        const std::int32_t code = change_codes_[*c * 2 * stride_ + i];
+        const std::int32_t code = change_codes_[*c * width_ + i];
         if (code == unknown) continue;
         out[i] =
             code == same_value ? RegRule::same_value(RegRule::Source::Fre) : RegRule::at_cfa(code);
@@ -456,9 +513,17 @@ void FunctionRules::at(std::uint64_t pc, std::span<RegRule> out) const {
 std::optional<std::int32_t> FunctionRules::slot_at(std::uint64_t pc, std::size_t index) const {
     const auto c = change_at(pc);
     if (!c || index >= stride_) return std::nullopt;
-    const std::int32_t code = change_codes_[*c * 2 * stride_ + stride_ + index];
+    const std::int32_t code = change_codes_[*c * width_ + stride_ + index];
     if (code == unknown) return std::nullopt;
     return code;
+}
+
+std::optional<std::uint16_t> FunctionRules::copy_at(std::uint64_t pc, std::size_t index) const {
+    const auto c = change_at(pc);
+    if (!c || index >= stride_ || width_ < 3 * stride_) return std::nullopt;
+    const std::int32_t code = change_codes_[*c * width_ + 2 * stride_ + index];
+    if (code == unknown) return std::nullopt;
+    return static_cast<std::uint16_t>(code);
 }
 
 std::vector<std::uint64_t> FunctionRules::instruction_starts() const {

@@ -91,6 +91,15 @@ struct Instruction {
     // Tracked registers written in any other way (whole or in part); never
     // one of the loads.
     std::uint32_t clobbered = 0;
+
+    // A whole 8-byte register copied to another (s390x `ldgr %f2,%r10`,
+    // `lgdr %r10,%f2`, `lgr`), by DWARF number, where `copies`; and every
+    // DWARF register below 64 the instruction writes (bit n: register n),
+    // which a copy is lost by. Decoders that give no copies leave both.
+    bool copies = false;
+    std::uint16_t copy_from = 0;
+    std::uint16_t copy_to = 0;
+    std::uint64_t written = 0;
 };
 
 // A function's decoded instructions, in address order, and the register
@@ -126,5 +135,7 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
                    std::span<const std::uint16_t> tracked, Code& out);
 bool decode_aarch64(ByteOrder order, std::uint64_t start, std::span<const std::uint8_t> code,
                     std::span<const std::uint16_t> tracked, Code& out);
+bool decode_s390x(std::uint64_t start, std::span<const std::uint8_t> code,
+                  std::span<const std::uint16_t> tracked, Code& out);
 
 } // namespace sfunwind::callee_saved::detail

@@ -124,9 +124,13 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
                     ++report.counts.unknown;
                 } else if (same_rule(out[k], cfi_rule)) {
                     ++report.counts.equal;
-                } else if (cfi_rule.kind == RegRule::Kind::AtCfa &&
-                           rules->slot_at(pc, k) == cfi_rule.offset) {
-                    // The register still holds the value the CFI's slot does.
+                } else if ((cfi_rule.kind == RegRule::Kind::AtCfa &&
+                            rules->slot_at(pc, k) == cfi_rule.offset) ||
+                           (cfi_rule.kind == RegRule::Kind::ValReg && cfi_rule.offset == 0 &&
+                            rules->copy_at(pc, k) == cfi_rule.reg)) {
+                    // The register still holds the value the CFI's slot
+                    // does, or the CFI's register holds a copy the analysis
+                    // proved.
                     ++report.counts.equivalent;
                 } else {
                     ++report.counts.wrong;

@@ -51,7 +51,15 @@
 // within that); past a limit the function is declined. Bytes Capstone cannot
 // decode end the linear decode there: what follows is unknown.
 //
-// x86-64 and AArch64 are analysed (supported()); other ABIs, and signal
+// Register copies: a whole register copied to another while it holds its
+// caller's value (s390x leaf functions keep r6-r13 in FPRs: `ldgr %f2,%r10`)
+// is followed until the copy is written or a call; copying it back restores
+// the register, and copy_at() gives it as a second answer (DWARF CFI names
+// such registers), not as a rule.
+//
+// x86-64 (rbx, r12-r15), AArch64 (x19-x28, d8-d15) and s390x (r6-r10, r12,
+// r13, f8-f15; s390x_decoder.cpp) are analysed (supported()); other ABIs
+// (PowerPC64), and signal
 // trampolines (rows with the signal flag: the caller's registers are in the
 // signal frame), are declined (every register unknown).
 #pragma once
@@ -129,6 +137,13 @@ class FunctionRules {
     // joining the epilogue), that slot: CFI rows follow addresses, not
     // paths, and give it there.
     std::optional<std::int32_t> slot_at(std::uint64_t pc, std::size_t index) const;
+    // The register (DWARF number) that also holds register registers()[index]'s
+    // caller value at `pc`, when the analysis proved one: a whole-register
+    // copy made while the register held it (s390x leaf functions keep r6-r13
+    // in FPRs: `ldgr %f2,%r10`), not written since. DWARF CFI gives such a
+    // register as the rule; the analysis's own rule stays "same value" or
+    // the slot.
+    std::optional<std::uint16_t> copy_at(std::uint64_t pc, std::size_t index) const;
 
     std::uint64_t start() const noexcept { return start_; }
     // The byte order of the ABI analysed: how a saved slot is read.
@@ -159,8 +174,11 @@ class FunctionRules {
     std::span<const std::uint16_t> registers_;
     // Where the rules change (offsets from start_, analyse() caps a function
     // below 4 GiB), and per change `stride_` rules then `stride_` slots
-    // (stride_ = registers().size()): about 8 bytes a register per change.
+    // (stride_ = registers().size()), and `stride_` register copies where
+    // the code makes any (width_: 2 or 3 strides): about 8 bytes a register
+    // per change.
     std::size_t stride_ = 0;
+    std::size_t width_ = 0;
     std::vector<std::uint32_t> change_offsets_;
     std::vector<std::int32_t> change_codes_;
     std::vector<std::uint32_t> offsets_;   // instruction starts

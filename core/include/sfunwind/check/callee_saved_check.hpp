@@ -9,7 +9,9 @@
 //   equal     the same rule (same value, or saved at the same CFA offset)
 //   equivalent  the analysis says "same value" where the CFI gives a slot
 //             the analysis proved holds the value too (GCC notes saves late
-//             and keeps slots after restoring pops)
+//             and keeps slots after restoring pops), or the CFI gives a
+//             register the analysis proved holds a copy of it (s390x leaf
+//             functions keep r6-r13 in FPRs: FunctionRules::copy_at())
 //   unknown   the analysis declined (unwinders say "not saved")
 //   wrong     the analysis gave a rule the CFI does not: a debugger would
 //             show a value the CFI would not
@@ -31,7 +33,7 @@ namespace sfunwind::check {
 struct CalleeSavedCounts {
     std::uint64_t compared = 0; // (instruction, register) pairs the CFI has a rule for
     std::uint64_t equal = 0;
-    std::uint64_t equivalent = 0; // analysis "same value", CFI a slot the analysis proved too
+    std::uint64_t equivalent = 0; // CFI a slot or register the analysis proved holds it too
     std::uint64_t unknown = 0;
     std::uint64_t wrong = 0;
     std::uint64_t not_compared = 0; // the CFI's rule has no Row form
