@@ -30,7 +30,8 @@ file, stops at a function breakpoint: its upper frame's locals (a 64-byte
 array) must read as in the CFI build. One -noeh program is debugged
 without sfunwind too: its stack must differ from the reference (the
 fixture shows the point, not the test); with GDB, also with sfunwind
-loaded from ~/.gdbinit.
+loaded from ~/.gdbinit. A program with three threads (tests/dap/threads.c,
+built here with -Wa,--gsframe) stops with each thread a few calls deep.
 
 How sfunwind is loaded (the README's launch.json):
   lldb-dap:  initCommands ["plugin load PLUGIN"] (and "settings set
@@ -168,8 +169,7 @@ class LldbDap(Adapter):
         return {"program": program, "args": args, "cwd": cwd, "initCommands": init, "preRunCommands": pre}
 
     def status(self, dap, program):
-        out = dap.request("evaluate", {"expression": "`sframe status --json", "context": "repl"},
-                          timeout=REQUEST_TIMEOUT).get("result", "")
+        out = _evaluate(dap, "`sframe status --json")
         try:
             st = json.loads(out[out.index("{"):])
         except ValueError:
@@ -225,8 +225,7 @@ class GdbDap(Adapter):
         return dict(os.environ, HOME=home)
 
     def status(self, dap, program):
-        out = dap.request("evaluate", {"expression": "sframe status", "context": "repl"},
-                          timeout=REQUEST_TIMEOUT).get("result", "")
+        out = _evaluate(dap, "sframe status")
         m = re.search(r"python path: (\d+) frames unwound", out)
         listed = program in out
         n = int(m.group(1)) if m else 0
@@ -454,6 +453,18 @@ def same_variables(ref, got, unavailable, where="", why=None):
     return True
 
 
+def build_threads(work):
+    """tests/dap/threads.c built with SFrame (-Wa,--gsframe), and a copy
+    without .eh_frame and .eh_frame_hdr: (CFI build, SFrame-only copy).
+    Both names share their first 15 characters, the threads' name."""
+    cfi = os.path.join(work, "threads-O2-nofp")
+    noeh = cfi + "-noeh"
+    subprocess.check_call(["gcc", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe", "-pthread",
+                           os.path.join(HERE, "threads.c"), "-o", cfi])
+    subprocess.check_call(["objcopy", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr", cfi, noeh])
+    return cfi, noeh
+
+
 def split_debug(work):
     """The -g build as a program stripped of its DWARF and CFI plus a
     separate debug file under DIR/.build-id/: (program, DIR)."""
@@ -528,6 +539,25 @@ def run(args, res):
                               init["status"][0], init["status"][1])
                     compare(res, noeh + " (sfunwind from ~/.gdbinit)", ref, init)
         print("     %s: %.1f s" % (noeh, time.monotonic() - t0))
+
+    # Three threads (tests/dap/threads.c, built here with this machine's
+    # GNU as), all of them a few SFrame-covered calls deep at the stop.
+    if not args.only or args.only in "threads":
+        t0 = time.monotonic()
+        cfi_prog, noeh_prog = build_threads(work)
+        label = os.path.basename(noeh_prog)
+        ref = attempt("threads: reference session (CFI build, no sfunwind)",
+                      lambda: session(adapter, cfi_prog, [], False, "main_level_1", work, os.path.basename(cfi_prog)))
+        got = attempt(label + ": session with sfunwind",
+                      lambda: session(adapter, noeh_prog, [], True, "main_level_1", work, label, reference=ref))
+        if ref is not None and got is not None:
+            workers = [[n for (n, _, _) in frames] for (_, frames) in ref["threads"][1:]]
+            res.check("%s: the reference stops with 3 threads, the workers in worker_level_2 and worker_level_1"
+                      % label, len(ref["threads"]) == 3 and all("worker_level_2" in w and "worker_level_1" in w
+                                                                 for w in workers), repr(workers))
+            res.check("%s: sfunwind unwound the program (sframe status)" % label, got["status"][0], got["status"][1])
+            compare(res, label, ref, got)
+        print("     %s: %.1f s" % (label, time.monotonic() - t0))
 
     # The -g build, DWARF in a separate debug file, stopped by a breakpoint.
     entry = entries.get("bin/" + DEBUG_CASE)
