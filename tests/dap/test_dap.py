@@ -128,7 +128,10 @@ class LldbDap(Adapter):
         self.plugin = os.path.abspath(plugin)
         self.name = os.path.basename(self.exe)
         self.work = work
-        self.major = None  # from the initialize response
+        out = subprocess.run([self.exe, "--version"], capture_output=True, text=True, timeout=REQUEST_TIMEOUT,
+                             stdin=subprocess.DEVNULL)
+        m = re.search(r"version (\d+)", out.stdout + out.stderr)
+        self.major = int(m.group(1)) if m else None
 
     def env(self, sfunwind=None):
         env = dict(os.environ)
@@ -300,19 +303,26 @@ def _session(adapter, program, args, sfunwind, upper, work, extra, reference, lo
         caps = dap.request("initialize", {"clientID": "sfunwind-test", "adapterID": adapter.name,
                                           "pathFormat": "path", "linesStartAt1": True, "columnsStartAt1": True,
                                           "supportsVariableType": True, "supportsRunInTerminalRequest": False})
-        if isinstance(adapter, LldbDap) and adapter.major is None:
+        if isinstance(adapter, LldbDap) and adapter.major is None:  # lldb-dap 19 has no --version
             m = re.search(r"version (\d+)", json.dumps(caps.get("__lldb", {})))
-            adapter.major = int(m.group(1)) if m else 0
+            adapter.major = int(m.group(1)) if m else None
         seq = dap.send_request("launch", adapter.launch_arguments(program, args, work, sfunwind, extra))
         dap.wait_event("initialized", timeout=STOP_TIMEOUT)
         if extra.get("breakpoint"):
             bps = dap.request("setFunctionBreakpoints", {"breakpoints": [{"name": extra["breakpoint"]}]})
             result["breakpoints"] = bps.get("breakpoints", [])
         dap.request("configurationDone")
+        # As an editor does: the baseline of threads, right after
+        # configurationDone. lldb-dap 21 and later answer this first
+        # `threads` with the threads of the launch (one), kept from before
+        # the process ran, whenever it comes; the list after the stop is the
+        # next one.
+        seq_threads = dap.send_request("threads")
         resp = dap.response(seq, "launch", timeout=STOP_TIMEOUT)
         if not resp.get("success"):
             raise DapError("launch failed: %s" % resp.get("message"))
         stopped = dap.wait_event("stopped", timeout=STOP_TIMEOUT)
+        dap.response(seq_threads, "threads")
         result["stopped"] = stopped
         threads = dap.request("threads")["threads"]
         result["threads"] = []
@@ -489,7 +499,8 @@ def run(args, res):
     else:
         adapter = GdbDap(args.gdb, args.loader, work)
     entries = {e["path"]: e for e in manifest()}
-    print("adapter: %s (%s)" % (adapter.name, " ".join(adapter.argv(True, {}))))
+    print("adapter: %s (%s)%s" % (adapter.name, " ".join(adapter.argv(True, {})),
+                                  ", LLDB %s" % adapter.major if getattr(adapter, "major", None) else ""))
 
     def attempt(label, fn):
         try:
