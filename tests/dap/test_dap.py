@@ -143,7 +143,10 @@ class LldbDap(Adapter):
         # The plugin's debug files, LLDB 23's debuginfod cache and ~/.lldbinit:
         # this run's own.
         env["SFUNWIND_LLDB_CACHE"] = os.path.join(self.work, "lldb-cache")
-        env["DEBUGINFOD_CACHE_PATH"] = os.path.join(self.work, "debuginfod-cache")
+        # (Sessions without the plugin get a cache of their own: LLDB 23
+        # reuses what its debuginfod client kept, by build-id, and a -noeh
+        # copy has its CFI build's build-id.)
+        env["DEBUGINFOD_CACHE_PATH"] = os.path.join(self.work, "debuginfod-cache" + ("" if sfunwind else "-plain"))
         env["HOME"] = os.path.join(self.work, "home")
         os.makedirs(env["HOME"], exist_ok=True)
         return env
