@@ -10,8 +10,8 @@ For each fixture whose `-noeh` copy (.eh_frame, .eh_frame_hdr and
 -noeh copy with sfunwind loaded the way the README's launch.json does it,
 and one on the CFI build it was copied from without sfunwind (the
 reference):
-    initialize, launch (stopped by the fixture's trap, or by a function
-    breakpoint), configurationDone, the stop, threads, stackTrace of every
+    initialize, launch (stopped by the fixture's trap, a crash (SIGSEGV) or
+    a function breakpoint), configurationDone, the stop, threads, stackTrace of every
     thread, scopes and variables of an upper frame, disconnect.
 Checked: the same threads, and for each the same stackTrace frames (name,
 line, instruction pointer), all of them, up to the first that differs only
@@ -49,6 +49,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -74,6 +75,8 @@ CASES = [
     ("gas-2.44/recurse-O2-nofp-static", ["trap"], "level_2"),
     ("gas-2.47/recurse-O2-nofp-static", ["trap"], "level_2"),
     ("clang-23/recurse-O2-nofp-static", ["trap"], "level_2"),
+    # A crash: SIGSEGV (a store through NULL in fixture_leaf).
+    ("gas-2.47/recurse-O2-nofp-static", ["segv"], "level_2"),
     ("gas-2.47/sighandler-O2-nofp-static", ["trap"], "on_signal"),
     # Linked against sid's glibc: in the chroot only.
     ("gas-2.44/recurse-O2-nofp", ["trap"], "level_2"),
@@ -191,6 +194,11 @@ class LldbDap(Adapter):
         hints = [e.get("output", "").strip() for e in dap.events("output") if "sframe: hint" in e.get("output", "")]
         return not bad and not hints, "not covered: %r; hints: %r" % (bad, hints)
 
+    def stop_signal(self, dap, stopped):
+        """The signal that stopped the program (SIGTRAP, ...), or None."""
+        m = re.search(r"SIG[A-Z]+", stopped.get("description") or "")
+        return m.group(0) if m else None
+
     def sframe_covers(self, dap, pc):
         """(False when no SFrame FDE covers `pc`, the command's text)."""
         text = _evaluate(dap, "`sframe show-unwind -a %#x" % pc)
@@ -236,6 +244,10 @@ class GdbDap(Adapter):
         listed = program in out
         n = int(m.group(1)) if m else 0
         return listed and n > 0, "%s listed: %s; python path: %d frames unwound" % (program, listed, n)
+
+    def stop_signal(self, dap, stopped):
+        m = re.fullmatch(r"\s*(\d+)\s*", _evaluate(dap, "output $_siginfo.si_signo"))
+        return signal.Signals(int(m.group(1))).name if m else None
 
     def sframe_covers(self, dap, pc):
         text = _evaluate(dap, "sframe row %#x" % pc)
@@ -327,6 +339,7 @@ def _session(adapter, program, args, sfunwind, upper, work, extra, reference, lo
         stopped = dap.wait_event("stopped", timeout=STOP_TIMEOUT)
         dap.response(seq_threads, "threads")
         result["stopped"] = stopped
+        result["signal"] = adapter.stop_signal(dap, stopped) if stopped.get("reason") != "breakpoint" else None
         threads = dap.request("threads")["threads"]
         result["threads"] = []
         stop_tid = stopped.get("threadId", threads[0]["id"] if threads else None)
@@ -521,6 +534,9 @@ def run(args, res):
             continue
         cfi_prog = os.path.join(FIXTURES, "bin", path)
         noeh_prog = os.path.join(FIXTURES, "bin", noeh)
+        # Labels: the program, and the stop when it is not the trap.
+        tag = "" if pargs == ["trap"] else "-" + pargs[0]
+        path, noeh = path + tag, noeh + tag
         extra = {"pass_sigusr1": "sighandler" in path}
         t0 = time.monotonic()
         ref = attempt(path + ": reference session (CFI build, no sfunwind)",
@@ -529,10 +545,13 @@ def run(args, res):
                       lambda: session(adapter, noeh_prog, pargs, True, upper, work, noeh, extra, reference=ref))
         if ref is None or got is None:
             continue
+        want = {"segv": "SIGSEGV"}.get(pargs[0], "SIGTRAP")
+        res.check("%s: stopped by %s, as the reference" % (noeh, want), got["signal"] == ref["signal"] == want,
+                  "%s vs %s" % (got["signal"], ref["signal"]))
         res.check("%s: sfunwind unwound the -noeh program (sframe status)" % noeh, got["status"][0],
                   got["status"][1])
         compare(res, noeh, ref, got)
-        if path == WITHOUT:
+        if path == WITHOUT:  # (the trap stop only: WITHOUT has no tag)
             plain = attempt(noeh + ": session without sfunwind",
                             lambda: session(adapter, noeh_prog, pargs, False, upper, work, noeh + "-plain", extra))
             if plain is not None:
