@@ -8,7 +8,8 @@
 # checks, the callee-saved registers of upper frames against the CFI build
 # (run_callee_saved_tests), the commands, and the aarch64/s390x fixtures under qemu-user's
 # gdbstub with gdb-multiarch, and the ppc64/ppc64le traceback-table
-# fixtures (-O2 part only) likewise.
+# fixtures (-O2 part only) likewise; and GDB's DAP interpreter (gdb -i=dap,
+# GDB 14 and later) driven over stdio as an editor does (tests/dap/test_dap.py).
 #
 # Environment: JOBS (build parallelism, default 2), SFUNWIND_GDB18_QUICK=1
 # (no stepi sweeps). Exit status: non-zero if the build or any test failed.
@@ -38,6 +39,7 @@ run python3 tests/gdb/run_callee_saved_tests.py --gdb gdb --loader "\$loader" --
 run python3 tests/gdb/run_qemu_tests.py --gdb gdb-multiarch --loader "\$loader" --pac
 run python3 tests/gdb/run_ppc64_tests.py --gdb gdb-multiarch --loader "\$loader" --quick
 run python3 tests/gdb/run_hostile_tests.py --gdb gdb --loader "\$loader" --runs chroot
+run python3 tests/dap/test_dap.py --gdb gdb --loader "\$loader" --runs chroot --work "$build/work-dap"
 echo
 echo "gdb18: \$failed suites failed"
 exit \$((failed > 0))

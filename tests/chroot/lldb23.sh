@@ -14,6 +14,7 @@
 #                   the ones `sframe bt -r` and `sframe compare` recover
 #   test_cores      the same on gcore dumps
 #   test_qemu       aarch64 and s390x fixtures under qemu-user's gdbstub
+#   tests/dap/test_dap.py  lldb-dap-23 driven over stdio as an editor does
 # and test_commands once more with the host's build of the plugin when there
 # is one (build/default), to show that one build loads in LLDB 19 and 23.
 #
@@ -41,6 +42,7 @@ for suite in commands unwindplan callee_saved cores qemu provider; do
   run python3 tests/lldb/test_\$suite.py --chroot --plugin "\$plugin" --lldb lldb-23 --work "$build/work-\$suite"
 done
 run python3 tests/lldb/test_hostile.py --plugin "\$plugin" --lldb lldb-23 --work "$build/work-hostile"
+run python3 tests/dap/test_dap.py --lldb-dap lldb-dap-23 --plugin "\$plugin" --runs chroot --work "$build/work-dap"
 if [[ -f "$host_plugin" ]]; then
   run python3 tests/lldb/test_commands.py --chroot --plugin "$host_plugin" \
     --lldb lldb-23 --work "$build/work-host-plugin" --only recurse
