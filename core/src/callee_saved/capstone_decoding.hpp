@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <type_traits>
+#include <utility>
 
 namespace sfunwind::callee_saved::detail {
 
@@ -37,13 +38,14 @@ class CapstoneHandle {
 };
 
 // Decodes [start, start + code.size()) linearly, calling reduce(insn) for
-// each instruction, until the end, the first bytes Capstone cannot decode,
-// or a reduce() that returns false (one that returns bool: s390x's execute
-// instructions end the decode). False when the handle is not open or
-// Capstone has no memory.
-template <class Reduce>
+// each instruction, until the end, a reduce() that returns false (one that
+// returns bool: s390x's execute instructions end the decode), or bytes
+// Capstone cannot decode that undecodable(address, rest) does not step over
+// (it returns the bytes it consumed, 0 for none). False when the handle is
+// not open or Capstone has no memory.
+template <class Reduce, class Undecodable>
 bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
-                 std::span<const std::uint8_t> code, Reduce&& reduce) {
+                 std::span<const std::uint8_t> code, Reduce&& reduce, Undecodable&& undecodable) {
     if (!handle.open()) return false;
     struct Deleter {
         void operator()(cs_insn* i) const { cs_free(i, 1); }
@@ -53,7 +55,15 @@ bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
     const std::uint8_t* p = code.data();
     std::size_t left = code.size();
     std::uint64_t address = start;
-    while (left > 0 && cs_disasm_iter(handle.get(), &p, &left, &address, insn.get())) {
+    while (left > 0) {
+        if (!cs_disasm_iter(handle.get(), &p, &left, &address, insn.get())) {
+            const std::size_t skip = undecodable(address, std::span<const std::uint8_t>(p, left));
+            if (skip == 0 || skip > left) break;
+            p += skip;
+            left -= skip;
+            address += skip;
+            continue;
+        }
         if constexpr (std::is_same_v<decltype(reduce(*insn)), bool>) {
             if (!reduce(*insn)) break;
         } else {
@@ -61,6 +71,13 @@ bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
         }
     }
     return true;
+}
+
+template <class Reduce>
+bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
+                 std::span<const std::uint8_t> code, Reduce&& reduce) {
+    return decode_each(handle, start, code, std::forward<Reduce>(reduce),
+                       [](std::uint64_t, std::span<const std::uint8_t>) { return std::size_t{0}; });
 }
 
 // The index of DWARF register `dwarf` among the tracked ones, or -1.

@@ -717,6 +717,27 @@ class Reducer {
     }
 };
 
+// Capstone 4.0.2 decodes no BRANCH ON CONDITION of the RX form (opcode
+// 0x47): neither `nop` (bc 0, the 4-byte alignment filler) nor `b
+// 0(%r4,%r2)`, GCC's jump through a switch table; Capstone 5 does. Its format
+// is fixed (z/Architecture Principles of Operation, "BRANCH ON CONDITION":
+// 0x47, M1 in bits 8-11, X2, B2, D2) and it writes no register, so it is
+// read here, as the Capstone 5 path reads it (reduce): mask 0 never branches
+// (padding), any other mask jumps to a computed address (Flow::Indirect).
+std::size_t branch_on_condition(std::uint64_t address, std::span<const std::uint8_t> rest,
+                                Code& out) {
+    if (rest.size() < 4 || rest[0] != 0x47) return 0;
+    Instruction in;
+    in.address = address;
+    in.size = 4;
+    if ((rest[1] >> 4) == 0)
+        in.padding = true;
+    else
+        in.flow = Flow::Indirect;
+    out.add(in, {}, {});
+    return 4;
+}
+
 } // namespace
 
 bool decode_s390x(std::uint64_t start, std::span<const std::uint8_t> code,
@@ -726,8 +747,12 @@ bool decode_s390x(std::uint64_t start, std::span<const std::uint8_t> code,
     const std::size_t first = out.instructions.size();
     const std::size_t first_access = out.accesses.size();
     auto run = [&](SpCopies* copies) {
-        return decode_each(handle, start, code,
-                           [&](const cs_insn& insn) { return reducer.reduce(insn, out, copies); });
+        return decode_each(
+            handle, start, code,
+            [&](const cs_insn& insn) { return reducer.reduce(insn, out, copies); },
+            [&](std::uint64_t address, std::span<const std::uint8_t> rest) {
+                return branch_on_condition(address, rest, out);
+            });
     };
     SpCopies copies;
     if (!run(&copies)) return false;
