@@ -34,6 +34,18 @@ fi
 python3 "$repo/tests/package/check_installed.py" --gdb gdb --lldb "$lldb" --work /tmp/sfunwind-check "$@" ||
   fail "debugging with the installed package"
 
+# The library as a CMake user gets it: find_package(sfunwind) from /usr.
+consumer=/tmp/sfunwind-consumer
+fixture="$repo/tests/fixtures/bin/gas-2.40/recurse-O2-nofp-noeh"
+if cmake -S "$repo/tests/package/consumer" -B "$consumer" >/tmp/consumer.log 2>&1 &&
+   cmake --build "$consumer" >>/tmp/consumer.log 2>&1; then
+  out=$("$consumer/consumer" "$fixture" 2>&1)
+  [[ "$out" == "fdes 9" ]]; verdict $? "find_package(sfunwind): a program reads the 9 FDEs of $(basename "$fixture")" \
+    "the consumer program: $out"
+else
+  cat /tmp/consumer.log; fail "find_package(sfunwind) and build against the package"
+fi
+
 leftover() {  # the package's new paths still present
   local p
   for p in "${new_paths[@]}"; do [[ -e "$p" || -L "$p" ]] && echo "$p"; done
