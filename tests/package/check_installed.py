@@ -13,8 +13,9 @@ For each -noeh fixture, at its stop (`trap`, a core written by gcore):
         bridge): frames equal the reference; `sframe status` lists the
         program's SFrame and says SFrame unwound the selected frame
   lldb  the -noeh copy in plain LLDB (the plugin loaded from LLDB's plugin
-        folder): `bt` shows the reference's pcs and functions; `sframe status`
-        says the program is covered
+        folder): `bt` shows the reference's pcs and functions up to main;
+        `sframe status` says SFrame unwinds the selected frame and LLDB's
+        unwinder has the program's SFrame-derived CFI
   off   the per-user switches: `sframe disable` in ~/.gdbinit, `sframe cover
         --off` in ~/.lldbinit; both `sframe status` answers say it is off
   plain the -noeh copy in GDB without init files (-nx): reported, so that the
@@ -188,6 +189,9 @@ def main():
             re.escape(os.path.basename(noeh)), re.escape(noeh)), text, re.M)
         r.check("%s: lldb sframe status: LLDB unwinds the program with its SFrame" % name,
                 program is not None and "error:" not in text, text)
+        r.check("%s: lldb sframe status: SFrame in use for the selected frame" % name,
+                re.search(r"^selected frame #0 \(0x[0-9a-f]+ in fixture_leaf\): SFrame in use: %s, CFA=" % (
+                    re.escape(os.path.basename(noeh))), text, re.M) is not None, text)
 
         text = run([a.lldb, "-b", "-o", "sframe status", noeh, "-c", core_noeh], env_for(home_off))
         # Off: LLDB is given no SFrame-derived debug file for the program.
