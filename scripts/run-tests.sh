@@ -13,7 +13,8 @@
 #      UBSan; SFUNWIND_FUZZ_SECONDS per target, default 30)
 #   4. the Debian sid chroot (scripts/sid-chroot.sh ensure; cached), and the
 #      suites that need its tools: GDB 18, LLDB 23, programs linked against
-#      sid's glibc
+#      sid's glibc, and the Debian package installed on the host and in the
+#      chroot, each in a throw-away overlay (tests/chroot/package.sh)
 #
 # Environment: SFUNWIND_SKIP_CHROOT=1 skips stage 4 (for a quick local run;
 # CI never sets it). JOBS=N sets build parallelism (default: nproc).

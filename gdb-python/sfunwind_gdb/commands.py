@@ -40,40 +40,104 @@ def _flags(flags):
     return "|".join(names) or "none"
 
 
-class SframePrefix(gdb.Command):
-    """Unwind with SFrame (.sframe sections) in GDB, and 64-bit PowerPC
-programs without SFrame with their traceback tables.
+def _usage_error(command, problem, usage):
+    """The one-line error of a bad argument: what is wrong, and the usage."""
+    return gdb.GdbError("%s: %s (usage: %s)" % (command, problem, usage))
 
-sframe status            modules with SFrame, the active path, frames unwound
-sframe enable [python|native]
-                         unwind with SFrame: through the Python unwinder
-                         (default) or GDB's JIT reader interface (native)
-sframe disable           leave unwinding to GDB's own unwinders
-sframe compare [N]       the current stop unwound by SFrame and by GDB's CFI
-                         unwinder, frame by frame (at most N frames, 256)
-sframe row ADDR          the SFrame row and rules at an address
-sframe callee-saved [on|off]
-                         recover the callee-saved registers SFrame has no
-                         rules for from the functions' code (default on)"""
+
+def _no_argument(command, arg):
+    if arg and arg.strip():
+        raise _usage_error(command, "no argument expected, got %r" % arg.strip(), command)
+
+
+def _objfile_name(addr):
+    """The name of the objfile holding addr, or None."""
+    try:
+        objfile = gdb.current_progspace().objfile_for_address(addr)
+    except (AttributeError, gdb.error):   # GDB before 13
+        objfile = None
+    if objfile is not None and objfile.is_valid():
+        return objfile.filename
+    return gdb.solib_name(addr) or None
+
+
+def _selected_frame_line(session):
+    """`sframe status`'s answer for the selected frame: whether its caller
+    comes from SFrame, and if not, why."""
+    try:
+        frame = gdb.selected_frame()
+    except gdb.error:
+        return "selected frame: none (no process or core file)"
+    pc = frame.pc()
+    name = frame.name()
+    head = "selected frame #%d (0x%x%s)" % (frame.level(), pc, " in %s" % name if name else "")
+    if session.path == PATH_OFF:
+        return head + ": SFrame not in use: sfunwind is off (sframe disable); GDB's own unwinders take every frame"
+    if frame.type() == gdb.INLINE_FRAME:
+        return head + ": an inlined frame: GDB finds its caller from the debug info, not from an unwinder"
+    # A caller's PC is a return address, looked up at PC - 1 (the library's
+    # rule); not below a signal frame, whose PC is where the signal struck.
+    newer = frame.newer()
+    is_return_address = newer is not None and newer.type() != gdb.SIGTRAMP_FRAME
+    s = session
+    s.rescan()
+    addr = s.lib.lookup_address(pc, is_return_address)
+    module = next((m for m in s.registry.modules.values()
+                   if m.runtime_range is not None and m.runtime_range[0] <= addr <= m.runtime_range[1]), None)
+    if module is None:
+        where = _objfile_name(addr)
+        if where is None:
+            why = "no objfile holds this address"
+        elif where in s.registry.errors:
+            why = "the SFrame of %s cannot be read: %s" % (where, s.registry.errors[where])
+        elif where in s.registry.modules:
+            why = "%s has SFrame, but no FDE covers this address" % where
+        else:
+            why = "%s has no SFrame" % where
+        return head + ": no SFrame: %s; GDB's own unwinders take it" % why
+    try:
+        row = s.lib.lookup(addr)
+    except native.NativeError as e:
+        return head + ": no SFrame row in %s: %s; GDB's own unwinders take it" % (module.filename, e)
+    if row.flags & native.ROW_OUTERMOST:
+        return head + ": SFrame says it is the outermost frame (RA undefined); GDB's own unwinders end the stack"
+    table = "FDE %d, FRE %d" % (row.fde_index, row.fre_index)
+    if module.info.table == native.TABLE_PPC64_TRACEBACK:
+        table = "traceback table, run %d" % row.fre_index
+    return head + ": SFrame in use (%s path): %s, %s: %s" % (s.path, module.filename, table, s.lib.describe(row))
+
+
+class SframePrefix(gdb.Command):
+    """Unwind with SFrame (the .sframe section) through sfunwind.
+
+sfunwind unwinds the frames of every objfile with SFrame (and of 64-bit
+PowerPC programs without it, from their traceback tables); GDB's own
+unwinders take the other frames. `help sframe SUBCOMMAND` for each one."""
 
     def __init__(self):
         super().__init__("sframe", gdb.COMMAND_STACK, gdb.COMPLETE_NONE, True)
 
 
 class StatusCommand(gdb.Command):
-    """Show the objfiles with SFrame (or ppc64 traceback tables), which
-unwinding path is active, and how many frames each path unwound.
+    """Is SFrame in use for the selected frame, and why not; the objfiles with SFrame.
 
-Usage: sframe status"""
+Usage: sframe status
+The selected frame first: whether its caller comes from SFrame, and if not,
+why (sfunwind turned off, no SFrame in its objfile, no row for its address,
+an outermost row). Then the active path, the objfiles with SFrame (or ppc64
+traceback tables: version, ABI, FDE/FRE counts, flags, where each is
+loaded), the objfiles whose SFrame cannot be read, and the frames each path
+unwound."""
 
     def __init__(self, session):
         super().__init__("sframe status", gdb.COMMAND_STACK)
         self.session = session
 
     def invoke(self, arg, from_tty):
+        _no_argument("sframe status", arg)
         s = self.session
         s.rescan()
-        lines = ["active path: %s" % s.path]
+        lines = [_selected_frame_line(s), "active path: %s" % s.path]
         lines.append("library: %s" % s.lib.path)
         if not s.registry.modules:
             lines.append("no objfile with SFrame")
@@ -96,7 +160,7 @@ Usage: sframe status"""
 
 
 class EnableCommand(gdb.Command):
-    """Unwind frames with SFrame.
+    """Unwind frames with SFrame, through the Python unwinder or GDB's JIT reader.
 
 Usage: sframe enable [python|native]
 python (the default) uses the Python unwinder; native loads this library as
@@ -112,7 +176,8 @@ GDB's JIT reader (jit-reader-load) and unwinds without Python per frame."""
     def invoke(self, arg, from_tty):
         arg = (arg or "").strip() or PATH_PYTHON
         if arg not in (PATH_PYTHON, PATH_NATIVE):
-            raise gdb.GdbError("sframe enable: expected python or native, got %r" % arg)
+            raise _usage_error("sframe enable", "expected python or native, got %r" % arg,
+                               "sframe enable [python|native]")
         if arg == PATH_NATIVE and not self.session.lib.has_jit_reader:
             raise gdb.GdbError("sframe enable: %s has no JIT reader entry points" % self.session.lib.path)
         regs = arch_mod.for_arch(self.session.lib, _current_arch())
@@ -125,21 +190,24 @@ GDB's JIT reader (jit-reader-load) and unwinds without Python per frame."""
 class DisableCommand(gdb.Command):
     """Stop unwinding with SFrame: GDB's own unwinders take every frame.
 
-Usage: sframe disable"""
+Usage: sframe disable
+In ~/.gdbinit, turns sfunwind off for every session of this user (GDB reads
+~/.gdbinit after the system gdbinit directory that loads it)."""
 
     def __init__(self, session):
         super().__init__("sframe disable", gdb.COMMAND_STACK)
         self.session = session
 
     def invoke(self, arg, from_tty):
+        _no_argument("sframe disable", arg)
         self.session.set_path(PATH_OFF)
 
 
 class RowCommand(gdb.Command):
-    """Show the SFrame row that covers an address: the module, the function
-(FDE), the row (FRE) and its rules.
+    """Show the SFrame row that covers an address, with its FDE and rules.
 
 Usage: sframe row ADDR
+The module, the function (FDE), the row (FRE) and its rules.
 ADDR is an expression (a function name, $pc, *0x401000). For a caller
 frame's return address, the unwinder uses ADDR - 1. In a module unwound
 with ppc64 traceback tables, the row is the run of instructions with the
@@ -151,10 +219,13 @@ same rules in the function."""
 
     def invoke(self, arg, from_tty):
         if not arg or not arg.strip():
-            raise gdb.GdbError("sframe row: an address is needed")
+            raise _usage_error("sframe row", "an address is needed", "sframe row ADDR")
         s = self.session
         s.rescan()
-        value = gdb.parse_and_eval(arg)
+        try:
+            value = gdb.parse_and_eval(arg)
+        except gdb.error as e:
+            raise _usage_error("sframe row", str(e), "sframe row ADDR")
         if value.type.strip_typedefs().code == gdb.TYPE_CODE_FUNC:
             value = value.address
         addr = int(value.cast(gdb.lookup_type("unsigned long"))) & 0xFFFFFFFFFFFFFFFF
@@ -188,11 +259,11 @@ same rules in the function."""
 
 
 class CompareCommand(gdb.Command):
-    """Unwind the current stop with SFrame and with GDB's DWARF CFI unwinder,
-and show both frame by frame (pc, CFA, sp, fp), with the first divergence
-explained. Frames in objfiles without SFrame (libc) are GDB's in both walks.
+    """Compare the SFrame unwind of this stop with GDB's DWARF CFI unwind.
 
-Usage: sframe compare [N]     (at most N frames, default 256)"""
+Usage: sframe compare [N]     (at most N frames, default 256)
+Both walks frame by frame (pc, CFA, sp, fp), with the first divergence
+explained. Frames in objfiles without SFrame (libc) are GDB's in both walks."""
 
     def __init__(self, session):
         super().__init__("sframe compare", gdb.COMMAND_STACK)
@@ -204,18 +275,19 @@ Usage: sframe compare [N]     (at most N frames, default 256)"""
             try:
                 limit = int(gdb.parse_and_eval(arg))
             except (gdb.error, ValueError):
-                raise gdb.GdbError("sframe compare: N must be a number")
+                raise _usage_error("sframe compare", "N must be a number, got %r" % arg.strip(),
+                                   "sframe compare [N]")
         self.session.rescan()
         gdb.write(compare_mod.report(self.session, limit) + "\n")
 
 
 class CalleeSavedCommand(gdb.Command):
-    """Recover the callee-saved registers SFrame has no rules for (x86-64
-rbx, r12-r15; AArch64 x19-x28, d8-d15; s390x r6-r10, r12, r13, f8-f15)
-in the frames it unwinds, so that upper frames show the variables kept in
-them.
+    """Show or set the recovery of callee-saved registers SFrame has no rules for.
 
 Usage: sframe callee-saved [on|off]
+The registers: x86-64 rbx, r12-r15; AArch64 x19-x28, d8-d15; s390x r6-r10,
+r12, r13, f8-f15, recovered in the frames SFrame unwinds so that upper frames
+show the variables kept in them.
 Without an argument, shows the setting. SFrame describes only the CFA, the
 return address and the frame pointer; with this on (the default), where
 each function keeps its caller's values of the other callee-saved registers
@@ -238,7 +310,8 @@ A register the analysis cannot place is shown as <not saved>. Both paths
             gdb.write("callee-saved registers: %s\n" % ("on" if lib.callee_saved() else "off"))
             return
         if arg not in ("on", "off"):
-            raise gdb.GdbError("sframe callee-saved: expected on or off, got %r" % arg)
+            raise _usage_error("sframe callee-saved", "expected on or off, got %r" % arg,
+                               "sframe callee-saved [on|off]")
         lib.set_callee_saved(1 if arg == "on" else 0)
         # Frames already unwound keep what they had: unwind them again.
         self.session.engine.new_stop()

@@ -26,7 +26,9 @@ class CalleeSavedCommand final : public Command {
              lldb::SBCommandReturnObject& result) override {
         const std::string word = args.positional.empty() ? "status" : args.positional.front();
         if (args.positional.size() > 1 || (word != "on" && word != "off" && word != "status")) {
-            result.SetError("usage: sframe callee-saved [on | off | status]");
+            result.SetError(("sframe callee-saved: on, off or status, not '" + word +
+                             "' (usage: sframe callee-saved [on | off | status])")
+                                .c_str());
             return false;
         }
         if (word != "status") session_.coverage.set_callee_saved(word == "on");

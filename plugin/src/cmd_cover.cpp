@@ -27,7 +27,9 @@ class CoverCommand final : public Command {
     bool run(lldb::SBDebugger& debugger, const ParsedArgs& args,
              lldb::SBCommandReturnObject& result) override {
         if (args.has("on") && args.has("off")) {
-            result.SetError("sframe cover: --on or --off, not both");
+            result.SetError(
+                "sframe cover: --on or --off, not both (usage: sframe cover [--on | --off] "
+                "[-d|--cache-dir DIR])");
             return false;
         }
         if (args.has("off")) {

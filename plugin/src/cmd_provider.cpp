@@ -122,7 +122,9 @@ class ProviderCommand final : public Command {
             return true;
         }
         if (what != "on" && what != "off") {
-            result.SetError(("sframe provider: on, off or status, not '" + what + "'").c_str());
+            result.SetError(("sframe provider: on, off or status, not '" + what +
+                             "' (usage: sframe provider [on | off | status])")
+                                .c_str());
             return false;
         }
         if (major < 22) {

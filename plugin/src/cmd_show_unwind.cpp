@@ -137,7 +137,8 @@ class ShowUnwindCommand final : public Command {
         const bool by_addr = args.has("address");
         const bool by_name = args.has("name");
         if (by_addr == by_name || !args.positional.empty()) {
-            result.SetError("sframe show-unwind: give exactly one of -a ADDRESS or -n NAME");
+            result.SetError("sframe show-unwind: give exactly one of -a ADDRESS or -n NAME (usage: "
+                            "sframe show-unwind -a ADDRESS | -n NAME)");
             return false;
         }
         const auto modules = session_.catalog.modules(target);

@@ -4,9 +4,17 @@
 #include "command.hpp"
 #include "display.hpp"
 #include "json_out.hpp"
+#include "sfunwind/row.hpp"
+#include "sfunwind/unwind/frame_address.hpp"
 
 #include <array>
+#include <cstdint>
 #include <lldb/API/SBDebugger.h>
+#include <lldb/API/SBFrame.h>
+#include <lldb/API/SBProcess.h>
+#include <lldb/API/SBThread.h>
+#include <string>
+#include <vector>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -23,6 +31,54 @@ const char* how_found(elf::SframeLocation::How how) {
         return "PT_GNU_SFRAME segment";
     }
     return "?";
+}
+
+// `sframe status`'s answer for the selected frame: whether SFrame unwinds
+// it (finds its caller), and if not, why.
+std::string frame_line(lldb::SBTarget& target, const std::vector<TargetModule>& modules,
+                       const std::vector<ModuleCoverage>& coverage, bool coverage_on) {
+    lldb::SBProcess process = target.IsValid() ? target.GetProcess() : lldb::SBProcess();
+    lldb::SBFrame frame =
+        process.IsValid() ? process.GetSelectedThread().GetSelectedFrame() : lldb::SBFrame();
+    if (!frame.IsValid()) return "selected frame: none (no process or core file)";
+    const std::uint32_t index = frame.GetFrameID();
+    const std::uint64_t pc = frame.GetPC();
+    const char* function = frame.GetFunctionName();
+    std::string head = "selected frame #" + std::to_string(index) + " (" + to_hex(pc);
+    if (function != nullptr) head += std::string(" in ") + function;
+    head += "): ";
+    // A caller's PC is a return address: its row is the one at PC - 1
+    // (FrameAddress), which the walk uses too.
+    const FrameAddress where =
+        index == 0 ? FrameAddress::instruction_pointer(pc) : FrameAddress::return_address(pc);
+    const std::uint64_t addr = where.lookup_address();
+    for (std::size_t i = 0; i < modules.size(); ++i) {
+        const TargetModule& m = modules[i];
+        if (!m.loaded || addr < m.begin || addr >= m.end) continue;
+        if (!m.table->sframe())
+            return head + "no SFrame: " + m.name + " has none (" + m.table->problem() +
+                   "); LLDB's own unwind plans take it";
+        auto row = m.table->rows->lookup(addr - m.bias);
+        if (!row)
+            return head + "no SFrame row in " + m.name + ": " + row.error().message() +
+                   "; LLDB's own unwind plans take it";
+        if (row->outermost)
+            return head + "SFrame marks it the outermost frame (RA undefined): the stack ends here";
+        std::string line = head + "SFrame in use: " + m.name + ", " +
+                           describe(*row, m.table->rows->abi()) +
+                           "; sframe bt: " + (m.loaded ? "yes" : "no") + "; LLDB's unwinder: ";
+        const ModuleCoverage& c = coverage[i];
+        if (c.state == ModuleCoverage::State::InUse)
+            line += "DWARF CFI translated from it (" + c.debug_file + ")";
+        else if (!coverage_on)
+            line += "not covered: SFrame debug files off (sframe cover --off)";
+        else
+            line += "not covered: " + c.detail;
+        if (index == 0 && c.state == ModuleCoverage::State::InUse)
+            line += "; at frame 0 LLDB may prefer its own instruction analysis";
+        return line;
+    }
+    return head + "no SFrame: no module LLDB loaded holds " + to_hex(addr);
 }
 
 class StatusCommand final : public Command {
@@ -120,6 +176,8 @@ class StatusCommand final : public Command {
             result.Printf("no target\n");
             return true;
         }
+        result.Printf("%s\n",
+                      frame_line(target, modules, coverage, session_.coverage.enabled()).c_str());
         for (std::size_t i = 0; i < modules.size(); ++i) {
             const TargetModule& m = modules[i];
             const ModuleCoverage& c = coverage[i];

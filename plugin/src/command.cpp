@@ -2,6 +2,7 @@
 #include "command.hpp"
 
 #include <exception>
+#include <string>
 
 namespace sfunwind::lldb_plugin {
 
@@ -9,8 +10,15 @@ bool Command::DoExecute(lldb::SBDebugger debugger, char** argv,
                         lldb::SBCommandReturnObject& result) {
     try {
         auto args = parse_args(argv, options());
-        if (!args) {
-            result.SetError(("sframe: " + args.error().message()).c_str());
+        std::string bad;
+        if (!args)
+            bad = args.error().message();
+        else if (args->positional.size() > max_positional_)
+            bad = "unexpected argument '" + args->positional[max_positional_] + "'";
+        if (!bad.empty()) {
+            std::string line = name_ + ": " + bad;
+            if (!usage_.empty()) line += " (usage: " + usage_ + ")";
+            result.SetError(line.c_str());
             return false;
         }
         const bool ok = run(debugger, *args, result);

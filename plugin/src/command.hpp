@@ -13,6 +13,7 @@
 #include <lldb/API/SBDebugger.h>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sfunwind::lldb_plugin {
@@ -22,6 +23,15 @@ class Command : public lldb::SBCommandPluginInterface {
     explicit Command(Session& s) : session_(s) {}
     bool DoExecute(lldb::SBDebugger debugger, char** argv,
                    lldb::SBCommandReturnObject& result) final;
+    // The command's full name and usage line, and how many positional
+    // arguments it takes: a bad option or a word too many is then one line
+    // naming the usage ("sframe bt: unknown option '-z' (usage: sframe bt
+    // [-c COUNT] ...)"). Set when the command is registered (plugin.cpp).
+    void set_usage(std::string name, std::string usage, std::size_t max_positional) {
+        name_ = std::move(name);
+        usage_ = std::move(usage);
+        max_positional_ = max_positional;
+    }
 
   protected:
     virtual std::span<const OptionSpec> options() const = 0;
@@ -30,6 +40,11 @@ class Command : public lldb::SBCommandPluginInterface {
                      lldb::SBCommandReturnObject& result) = 0;
 
     Session& session_;
+
+  private:
+    std::string name_ = "sframe";
+    std::string usage_;
+    std::size_t max_positional_ = static_cast<std::size_t>(-1);
 };
 
 // Help texts and registration of every subcommand under `sframe`.

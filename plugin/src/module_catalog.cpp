@@ -10,6 +10,7 @@
 #include <lldb/API/SBProcess.h>
 #include <lldb/API/SBSection.h>
 #include <lldb/API/SBSymbol.h>
+#include <string>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -93,14 +94,30 @@ std::shared_ptr<const elf::ModuleRows> ModuleCatalog::memory_file(lldb::SBTarget
     if (header == invalid_address || header < m.begin || m.end - header > max_image) {
         out.error = Error(Errc::NotFound, "no file, and no small in-memory image");
     } else {
-        std::vector<std::uint8_t> image(m.end - header);
+        // LLDB's range ends with the last loaded section; the section
+        // headers, which are not loaded, follow it in the same page (the
+        // x86-64 vdso: 5410 bytes of sections, headers at 0x15e0). The
+        // mapping is whole pages: read to the end of the page when it can be.
+        constexpr std::uint64_t page = 4096;
+        const std::uint64_t size = m.end - header;
+        std::vector<std::uint8_t> image((size + page - 1) / page * page);
         lldb::SBError error;
-        const std::size_t got =
-            target.GetProcess().ReadMemory(header, image.data(), image.size(), error);
+        std::size_t got = target.GetProcess().ReadMemory(header, image.data(), image.size(), error);
+        if (got != image.size() || error.Fail()) {
+            image.resize(size);
+            error.Clear();
+            got = target.GetProcess().ReadMemory(header, image.data(), image.size(), error);
+        }
         if (got == image.size() && error.Success()) {
             out = elf::open_module_rows(image, m.name);
             if (out.error && out.error->code() == Errc::NotFound && out.file)
                 out.error = Error(Errc::NotFound, "no SFrame section (read from memory)");
+            // An image shorter than its section headers is not a damaged
+            // SFrame section: nothing in it says there is one.
+            else if (out.error && out.error->code() == Errc::Truncated)
+                out.error = Error(Errc::NotFound, "no SFrame section found: the in-memory image (" +
+                                                      std::to_string(image.size()) +
+                                                      " bytes) ends before its section headers");
         } else {
             out.error = Error(Errc::MemoryUnreadable, "cannot read the image of " + m.name);
         }

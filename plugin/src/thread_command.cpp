@@ -22,7 +22,8 @@ std::optional<ThreadRequest> thread_request(lldb::SBDebugger& debugger, const Pa
     if (const auto* c = args.get("count")) {
         const auto n = parse_number(*c);
         if (!n || *n == 0 || *n > max_frame_count) {
-            result.SetError((name + ": bad frame count '" + *c + "'").c_str());
+            result.SetError(
+                (name + ": bad frame count '" + *c + "' (see 'help " + name + "')").c_str());
             return std::nullopt;
         }
         r.max_frames = static_cast<std::uint32_t>(*n);
@@ -31,7 +32,8 @@ std::optional<ThreadRequest> thread_request(lldb::SBDebugger& debugger, const Pa
     if (const auto* t = args.get("thread")) {
         const auto n = parse_number(*t);
         if (!n || *n > 0xffffffffU) {
-            result.SetError((name + ": bad thread index '" + *t + "'").c_str());
+            result.SetError(
+                (name + ": bad thread index '" + *t + "' (see 'help " + name + "')").c_str());
             return std::nullopt;
         }
         thread = static_cast<std::uint32_t>(*n);

@@ -15,11 +15,15 @@ import gdb_harness as H
 
 # (program, arguments, [(command, regex the output must match, regex it must not match)])
 PLT_STEPS = [
-    ("help sframe", r"sframe status.*sframe enable.*sframe disable.*sframe compare.*sframe row", None),
+    # Every subcommand, one line each (GDB lists them in alphabetical order).
+    ("help sframe", r"\nsframe callee-saved -- [^\n]+\nsframe compare -- [^\n]+\nsframe disable -- [^\n]+\n"
+                    r"sframe enable -- [^\n]+\nsframe row -- [^\n]+\nsframe status -- [^\n]+\n", None),
     ("help sframe row", r"Show the SFrame row that covers an address", None),
     ("sframe status", r"active path: python.*plt: SFrame v\d amd64, \d+ FDEs", r"libfixture_plt"),
     ("run", None, None),
     ("info symbol $pc", r"fixture_leaf", None),
+    ("sframe status", r"^selected frame #0 \(0x[0-9a-f]+ in fixture_leaf\): SFrame in use \(python path\): "
+                      r"\S+/plt, FDE \d+, FRE \d+: CFA=rsp\+\d+ RA=\[CFA-8\]", None),
     # The library was loaded by `run`: found, placed at its load address.
     ("sframe status", r"libfixture_plt\.so: SFrame v\d amd64.*bias 0x7ff.*\n.*plt: SFrame v\d amd64.*bias 0x555", None),
     ("bt", r"#0 .*fixture_leaf.*#1 .*exe_callback.*#2 .*lib_level_2.*#5 .*call_into_lib.*#6 .*main", None),
@@ -30,6 +34,18 @@ PLT_STEPS = [
     ("sframe row 0", None, None),  # must fail: checked below
     ("sframe compare", r"the walks are equal", None),
     ("info unwinder", r"sframe", None),
+    # `sframe status` answers for the selected frame: a caller in the library
+    # (its row at the return address - 1), and a frame in libc (no SFrame in
+    # Debian 12's; sid's may have it).
+    ("frame 2", None, None),
+    ("sframe status", r"^selected frame #2 \(0x[0-9a-f]+ in lib_level_2\): SFrame in use \(python path\): "
+                      r"\S+/libfixture_plt\.so, FDE \d+, FRE \d+", None),
+    ("set backtrace past-main on", None, None),
+    ("frame 7", None, None),
+    ("sframe status", r"^selected frame #7 \(0x[0-9a-f]+( in \S+)?\): (no SFrame: \S*/libc\.so\.6 has no SFrame; "
+                      r"GDB's own unwinders take it|SFrame in use \(python path\): \S*/libc\.so\.6)", None),
+    ("set backtrace past-main off", None, None),
+    ("frame 0", None, None),
     # Caller frames: callee-saved registers SFrame does not track come from
     # the function's code (run_callee_saved_tests.py checks their values
     # against the CFI build); switched off, they are not saved (never an
@@ -50,7 +66,7 @@ PLT_STEPS = [
     ("frame 0", None, None),
     ("info registers rbx", r"rbx +0x", r"not saved"),
     ("sframe disable", r"^$", None),
-    ("sframe status", r"active path: off", None),
+    ("sframe status", r"^selected frame #0 .*: SFrame not in use: sfunwind is off .*\nactive path: off", None),
     ("bt", r"#6 .*main", None),
     ("sframe enable native", r"^$", None),
     ("bt", r"#0 .*fixture_leaf.*#2 .*lib_level_2.*#6 .*main", None),
@@ -61,12 +77,23 @@ PLT_STEPS = [
     ("sframe enable python", r"^$", None),
     ("sframe status", r"active path: python.*JIT reader not loaded", None),
     ("sframe enable bogus", None, None),  # must fail
+    ("sframe status extra", None, None),  # must fail
+    ("sframe compare x", None, None),  # must fail
+    ("sframe callee-saved maybe", None, None),  # must fail
+    ("sframe nosuch", None, None),  # must fail
     ("disable unwinder", r"unwinders? disabled", None),
     ("enable unwinder", r"unwinders? enabled", None),
     ("sframe status", r"active path: python", None),
 ]
+# Each a one-line error naming the usage.
 MUST_FAIL = {"sframe row 0": r"no module with SFrame covers 0x0",
-             "sframe enable bogus": r"expected python or native"}
+             "sframe enable bogus": r"^sframe enable: expected python or native, got 'bogus' "
+                                    r"\(usage: sframe enable \[python\|native\]\)$",
+             "sframe status extra": r"^sframe status: no argument expected, got 'extra' \(usage: sframe status\)$",
+             "sframe compare x": r"^sframe compare: N must be a number, got 'x' \(usage: sframe compare \[N\]\)$",
+             "sframe callee-saved maybe": r"^sframe callee-saved: expected on or off, got 'maybe' "
+                                          r"\(usage: sframe callee-saved \[on\|off\]\)$",
+             "sframe nosuch": r'^Undefined sframe command: "nosuch"\.  Try "help sframe"\.$'}
 
 
 def run(args, res):

@@ -279,12 +279,82 @@ def check_errors(s, res, work):
         s.delete(target)
 
 
+# `help sframe`: every subcommand, one line each ("      NAME -- TEXT").
+SUBCOMMANDS = ("bt", "callee-saved", "compare", "cover", "dump", "provider", "show-unwind", "status")
+# A bad option or argument: one error line naming the usage.
+USAGE_ERRORS = [
+    ("sframe bt -z", r"^error: sframe bt: unknown option '-z' \(usage: sframe bt \[-c COUNT\] .*\)\n$"),
+    ("sframe bt -c x", r"^error: sframe bt: bad frame count 'x' \(see 'help sframe bt'\)\n$"),
+    ("sframe status extra", r"^error: sframe status: unexpected argument 'extra' \(usage: sframe status \[-j\|--json\]\)\n$"),
+    ("sframe dump a b", r"^error: sframe dump: unexpected argument 'b' \(usage: sframe dump \[MODULE\]\)\n$"),
+    ("sframe cover --on --off", r"^error: sframe cover: --on or --off, not both \(usage: sframe cover .*\)\n$"),
+    ("sframe callee-saved maybe", r"^error: sframe callee-saved: on, off or status, not 'maybe' "
+                                  r"\(usage: sframe callee-saved \[on \| off \| status\]\)\n$"),
+    ("sframe provider x", r"^error: sframe provider: on, off or status, not 'x' \(usage: sframe provider .*\)\n$"),
+    # LLDB's own message (a plugin cannot change a multiword command's
+    # lookup): LLDB 19's names the command, LLDB 23's also `help sframe`.
+    ("sframe nosuch", r"^(error: )?(invalid command 'sframe nosuch'\.|\"nosuch\" is not a valid subcommand of "
+                      r"\"sframe\"\. .*Use \"help sframe\" to find out more\.)\n$"),
+]
+
+
+def help_and_errors(s, res):
+    ok, out, _ = s.cmd("help sframe")
+    listed = re.findall(r"^ +(\S+) +-- (.*)$", out, re.M)
+    lines = {name: text for name, text in listed}
+    res.check("help sframe: every subcommand in one line",
+              ok and sorted(lines) == sorted(SUBCOMMANDS)
+              and all(re.search(r"^ +%s +-- .*\n(?! {20,}\S)" % re.escape(n), out, re.M) for n in SUBCOMMANDS), out)
+    for line, pattern in USAGE_ERRORS:
+        ok, out, err = s.cmd(line)
+        res.check("%s: one-line usage error" % line, not ok and re.search(pattern, err) is not None, out + err)
+
+
+def status_for_frames(s, res):
+    """`sframe status` answers for the selected frame, and reports the vdso
+    (no .sframe; LLDB's image of it ends before its section headers) as no
+    SFrame, not as a problem."""
+    target = s.create(H.fixture("gas-2.40", "plt-O2-nofp", "plt"))
+    try:
+        s.launch(target, ["trap"])
+        s.cmd("sframe cover")
+        ok, out, err = s.cmd("sframe status")
+        res.check("status: frame 0 uses SFrame", ok and re.search(
+            r"^selected frame #0 \(0x[0-9a-f]+ in fixture_leaf\): SFrame in use: plt, CFA=rsp\+\d+ RA=\[CFA-8\]"
+            r".*; LLDB's unwinder: DWARF CFI translated from it", out, re.M) is not None, out + err)
+        res.check("status: the vdso has no SFrame, and no problem", re.search(
+            r"^\[vdso\] .*\n  SFrame: none \(no SFrame section", out, re.M) is not None
+            and "section headers" not in out + err and "skipped" not in out + err, out + err)
+        ok, out, err = s.cmd("sframe show-unwind")
+        res.check("sframe show-unwind: one-line usage error", not ok and re.search(
+            r"^error: sframe show-unwind: give exactly one of -a ADDRESS or -n NAME "
+            r"\(usage: sframe show-unwind -a ADDRESS \| -n NAME\)\n$", err) is not None, out + err)
+        s.cmd("frame select 2")
+        ok, out, err = s.cmd("sframe status")
+        res.check("status: a caller frame in the library", ok and re.search(
+            r"^selected frame #2 \(0x[0-9a-f]+ in lib_level_2\): SFrame in use: libfixture_plt\.so", out, re.M)
+            is not None, out + err)
+        frames = [f.GetModule().GetFileSpec().GetFilename() for f in target.GetProcess().GetSelectedThread()]
+        libc = [i for i, m in enumerate(frames) if m == "libc.so.6"]
+        if res.check("status: a libc frame in the stack", bool(libc), repr(frames)):
+            s.cmd("frame select %d" % libc[0])
+            ok, out, err = s.cmd("sframe status")
+            res.check("status: libc (Debian 12's has no SFrame) says why not", ok and re.search(
+                r"^selected frame #%d \(0x[0-9a-f]+( in \S+)?\): no SFrame: libc\.so\.6 has none \(no SFrame section\); "
+                r"LLDB's own unwind plans take it" % libc[0], out, re.M) is not None, out + err)
+    finally:
+        s.delete(target)
+
+
 def run(args, work, res):
     H.use_cache(work, "commands")
     s = H.Session(args.plugin, work)
     print("LLDB: " + s.version)
     ok, out, _ = s.cmd("help sframe bt")
     res.check("help text for sframe bt", ok and "Backtrace of the selected thread" in out and "-c COUNT" in out, out)
+    help_and_errors(s, res)
+    if not args.chroot and args.only is None:
+        status_for_frames(s, res)
 
     only = args.only
     def want(label):
