@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Time to the first backtrace, and peak memory, on the big program
+(bench/big_program/make.sh): each debugger with sfunwind on the
+SFrame-only build against the same debugger on the CFI-only build, at the
+same stop, in one run, printed as ratios (sfunwind / CFI: below 1.00 is
+faster or smaller).
+
+For each debugger found (GDB: --gdb, LLDB: --lldb):
+  core   `gdb -batch PROG CORE -ex bt` / `lldb -b -o 'target create PROG
+         -c CORE' -o bt`, on a core written at the program's stop (gcore);
+  live   `gdb -batch -ex run -ex bt PROG` / lldb `process launch` + `bt`.
+Each case runs --rounds times alternately (CFI, SFrame, CFI, ...); the
+table shows the median wall time and the largest peak RSS (wait4's
+ru_maxrss of the debugger process). The frames of both backtraces must be
+the same (function names and count), or the row says DIFFERS.
+
+usage: first_bt.py --dir /var/cache/sfunwind/big-program --gdb gdb
+                   --gdb-loader BUILD/gdb-python/sfunwind.py
+                   [--lldb lldb-23 --lldb-plugin BUILD/plugin/libsfunwind_lldb.so]
+                   [--rounds 3] [--work DIR]"""
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+FRAME = re.compile(r"^\s*(?:\*\s*)?(?:frame )?#(\d+):?\s+(?:0x[0-9a-f]+ in |0x[0-9a-f]+ )?([A-Za-z_][\w.@]*)")
+
+
+def run_wait4(cmd, env=None, timeout=900):
+    """(seconds, peak RSS in MB, output): the process's own ru_maxrss."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == proc.pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                out.seek(0)
+                return None, None, out.read().decode(errors="replace") + "\n(timed out)"
+            time.sleep(0.005)
+        elapsed = time.monotonic() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        return elapsed, usage.ru_maxrss / 1024.0, out.read().decode(errors="replace")
+
+
+def frames(text):
+    """Function names of a `bt`, outward."""
+    names = []
+    for line in text.splitlines():
+        m = FRAME.match(line)
+        if m and int(m.group(1)) == len(names):
+            names.append(m.group(2).split("@")[0])
+    return names
+
+
+def make_core(gdb, program, core):
+    subprocess.run([gdb, "-nx", "-batch", "-ex", "set pagination off", "-ex", "run", "-ex", "gcore " + core,
+                    "-ex", "kill", program], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    return os.path.exists(core)
+
+
+def cases(args, work):
+    """(debugger, mode, cfi command, sframe command) for each case."""
+    out = []
+    cfi = os.path.join(args.dir, "cfi", "big")
+    sf = os.path.join(args.dir, "sframe", "big")
+    if args.gdb and shutil.which(args.gdb):
+        cores = {}
+        for name, prog in (("cfi", cfi), ("sframe", sf)):
+            core = os.path.join(work, "big-%s.core" % name)
+            if not os.path.exists(core) and not make_core(args.gdb, prog, core):
+                sys.exit("first_bt: gcore of %s failed" % prog)
+            cores[name] = core
+        base = [args.gdb, "-nx", "-batch", "-ex", "set pagination off"]
+        load = ["-ex", "source " + args.gdb_loader]
+        out.append(("gdb", "core", base + [cfi, cores["cfi"], "-ex", "bt"],
+                    base + load + [sf, cores["sframe"], "-ex", "bt"]))
+        out.append(("gdb", "live", base + ["-ex", "run", "-ex", "bt", "-ex", "kill", cfi],
+                    base + load + ["-ex", "run", "-ex", "bt", "-ex", "kill", sf]))
+    if args.lldb and shutil.which(args.lldb):
+        core_of = {"cfi": os.path.join(work, "big-cfi.core"), "sframe": os.path.join(work, "big-sframe.core")}
+        pre = ["-o", "settings set target.parallel-module-load false"] if args.lldb_parallel_off else []
+        load = ["-o", "plugin load " + args.lldb_plugin]
+        if all(os.path.exists(c) for c in core_of.values()):
+            out.append(("lldb", "core",
+                        [args.lldb, "-b", "--no-lldbinit"] + pre + ["-o", "target create %s -c %s" % (cfi, core_of["cfi"]), "-o", "bt"],
+                        [args.lldb, "-b", "--no-lldbinit"] + pre + load
+                        + ["-o", "target create %s -c %s" % (sf, core_of["sframe"]), "-o", "bt"]))
+        out.append(("lldb", "live",
+                    [args.lldb, "-b", "--no-lldbinit"] + pre + ["-o", "process launch", "-o", "bt", "-k", "kill", cfi],
+                    [args.lldb, "-b", "--no-lldbinit"] + pre + load + ["-o", "process launch", "-o", "bt", "-k", "kill", sf]))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", default="/var/cache/sfunwind/big-program")
+    ap.add_argument("--gdb")
+    ap.add_argument("--gdb-loader")
+    ap.add_argument("--lldb")
+    ap.add_argument("--lldb-plugin")
+    ap.add_argument("--lldb-parallel-off", action="store_true",
+                    help="settings set target.parallel-module-load false (LLDB 21-23 deadlock)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--work")
+    args = ap.parse_args()
+    work = args.work or os.path.join(args.dir, "bench")
+    os.makedirs(work, exist_ok=True)
+    print("%-5s %-5s %10s %10s %7s %10s %10s %7s  %s" % ("", "", "CFI s", "SFrame s", "ratio", "CFI MB",
+                                                       "SFrame MB", "ratio", "frames"))
+    for debugger, mode, cfi_cmd, sf_cmd in cases(args, work):
+        times = {"cfi": [], "sframe": []}
+        rss = {"cfi": 0.0, "sframe": 0.0}
+        text = {}
+        for _ in range(args.rounds):
+            for name, cmd in (("cfi", cfi_cmd), ("sframe", sf_cmd)):
+                seconds, mb, output = run_wait4(cmd)
+                if seconds is None:
+                    print("%s %s %s: %s" % (debugger, mode, name, output[-400:]))
+                    continue
+                times[name].append(seconds)
+                rss[name] = max(rss[name], mb)
+                text[name] = output
+        if not times["cfi"] or not times["sframe"]:
+            continue
+        a, b = statistics.median(times["cfi"]), statistics.median(times["sframe"])
+        fa, fb = frames(text["cfi"]), frames(text["sframe"])
+        same = "%d equal" % len(fa) if fa == fb and fa else "DIFFERS (%d vs %d)" % (len(fa), len(fb))
+        print("%-5s %-5s %10.2f %10.2f %7.2f %10.1f %10.1f %7.2f  %s" % (debugger, mode, a, b, b / a, rss["cfi"],
+                                                                      rss["sframe"], rss["sframe"] / rss["cfi"], same))
+        if fa != fb and os.environ.get("FIRST_BT_VERBOSE"):
+            print(text["cfi"][-2000:])
+            print(text["sframe"][-2000:])
+
+
+if __name__ == "__main__":
+    main()
