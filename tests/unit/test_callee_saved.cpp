@@ -518,11 +518,16 @@ TEST_CASE("callee-saved: 0 wrong against CFI on every x86-64 fixture", "[callee_
     CHECK(static_cast<double>(agreeing) / static_cast<double>(compared) >= 0.95);
 }
 
-TEST_CASE("callee-saved: 0 wrong against CFI on every AArch64 fixture",
-          "[callee_saved][fixtures]") {
+namespace {
+
+// check_callee_saved() on every file of the writers' fixture folders: 0
+// wrong, at least `min_compared` pairs and 99% covered in each; the count of
+// files checked.
+std::size_t check_fixtures(std::initializer_list<const char*> writers, const char* abi,
+                           std::uint64_t min_compared) {
     const auto bin = test::source_dir() / "tests" / "fixtures" / "bin";
     std::size_t files = 0;
-    for (const char* writer : {"gas-2.40-aarch64", "gas-2.47-aarch64"}) {
+    for (const char* writer : writers) {
         for (const auto& entry : std::filesystem::directory_iterator(bin / writer)) {
             if (!entry.is_regular_file()) continue;
             auto file = elf::ElfFile::open(entry.path().string());
@@ -530,42 +535,30 @@ TEST_CASE("callee-saved: 0 wrong against CFI on every AArch64 fixture",
             auto report = check::check_callee_saved(*file);
             INFO(entry.path().string());
             REQUIRE(report);
-            CHECK(report->abi == "aarch64");
+            CHECK(report->abi == abi);
             CHECK(report->counts.wrong == 0);
             for (const auto& w : report->wrong)
                 INFO(w.function << " " << w.pc << " " << w.reg << ": " << w.analysis << " vs "
                                 << w.cfi);
-            CHECK(report->counts.compared >= 2000);
+            CHECK(report->counts.compared >= min_compared);
             CHECK(report->counts.equal + report->counts.equivalent >=
                   report->counts.compared * 99 / 100);
             ++files;
         }
     }
-    CHECK(files == 7);
+    return files;
 }
 
+} // namespace
+
+TEST_CASE("callee-saved: 0 wrong against CFI on every AArch64 fixture",
+          "[callee_saved][fixtures]") {
+    CHECK(check_fixtures({"gas-2.40-aarch64", "gas-2.47-aarch64"}, "aarch64", 2000) == 7);
+}
+
+// 100% with Capstone 4, 99.7% and more with Capstone 5 (2026-11-26).
 TEST_CASE("callee-saved: 0 wrong against CFI on every s390x fixture", "[callee_saved][fixtures]") {
-    const auto bin = test::source_dir() / "tests" / "fixtures" / "bin" / "gas-2.47-s390x";
-    std::size_t files = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(bin)) {
-        if (!entry.is_regular_file()) continue;
-        auto file = elf::ElfFile::open(entry.path().string());
-        REQUIRE(file);
-        auto report = check::check_callee_saved(*file);
-        INFO(entry.path().string());
-        REQUIRE(report);
-        CHECK(report->abi == "s390x");
-        CHECK(report->counts.wrong == 0);
-        for (const auto& w : report->wrong)
-            INFO(w.function << " " << w.pc << " " << w.reg << ": " << w.analysis << " vs "
-                            << w.cfi);
-        CHECK(report->counts.compared >= 1500);
-        // 100% with Capstone 4, 99.7% and more with Capstone 5 (2026-11-26).
-        CHECK(report->counts.equal + report->counts.equivalent >=
-              report->counts.compared * 99 / 100);
-        ++files;
-    }
-    CHECK(files == 3);
+    CHECK(check_fixtures({"gas-2.47-s390x"}, "s390x", 1500) == 3);
 }
 
 TEST_CASE("callee-saved: 0 wrong against CFI on SQLite (GCC 16 + gas 2.47, clang 23)",

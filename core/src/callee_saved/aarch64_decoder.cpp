@@ -318,14 +318,7 @@ class Reducer {
         } else {
             return;
         }
-        if (dst == dwarf_sp) {
-            out.sp = src == dwarf_sp ? SpEffect::Add : SpEffect::FromFp;
-            out.sp_delta = delta;
-        } else if (src == dwarf_sp) {
-            // x29 = x29 + d is left to the access lists: FP unknown.
-            out.fp = FpEffect::FromSp;
-            out.fp_delta = delta;
-        }
+        set_stack_register(out, dst == dwarf_sp, src == dwarf_sp, delta);
     }
 
     void writes(const cs_insn& insn, const cs_arm64& a, bool store, bool branch,

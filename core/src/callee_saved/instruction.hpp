@@ -102,6 +102,21 @@ struct Instruction {
     std::uint64_t written = 0;
 };
 
+// An instruction that sets the SP or the FP from the SP or the FP plus a
+// constant (add sp, sp, #d; mov sp, x29; lgr %r11,%r15; la %r15,d(%r11)):
+// SP from SP is a step, SP from FP a reset, FP from SP the frame's anchor.
+// FP from FP is left to the decoder's write tracking (FP unknown).
+inline void set_stack_register(Instruction& in, bool dst_is_sp, bool src_is_sp,
+                               std::int64_t delta) {
+    if (dst_is_sp) {
+        in.sp = src_is_sp ? SpEffect::Add : SpEffect::FromFp;
+        in.sp_delta = delta;
+    } else if (src_is_sp) {
+        in.fp = FpEffect::FromSp;
+        in.fp_delta = delta;
+    }
+}
+
 // A function's decoded instructions, in address order, and the register
 // saves and loads they make.
 struct Code {

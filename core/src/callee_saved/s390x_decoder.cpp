@@ -596,14 +596,7 @@ class Reducer {
             delta = z.operands[2].imm;
         }
         if (src != dwarf_sp && src != dwarf_fp) return;
-        if (dst == dwarf_sp) {
-            out.sp = src == dwarf_sp ? SpEffect::Add : SpEffect::FromFp;
-            out.sp_delta = delta;
-        } else if (src == dwarf_sp) {
-            // r11 = r11 + d is left as an unknown write.
-            out.fp = FpEffect::FromSp;
-            out.fp_delta = delta;
-        }
+        set_stack_register(out, dst == dwarf_sp, src == dwarf_sp, delta);
     }
 
     // Records the writes in `out`; returns the general registers written
