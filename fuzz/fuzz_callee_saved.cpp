@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The callee-saved register analysis on arbitrary x86-64 code and rows. The
-// input is
+// The callee-saved register analysis on arbitrary code and rows of every ABI
+// it reads. The input is
 //
-//   0x00 u8   number of rows (value % 17)
+//   0x00 u8   number of rows (value % 17) and the ABI ((value / 17) % 4:
+//             amd64, aarch64, aarch64_be, s390x)
 //   0x01      that many (u16 code offset, i8 CFA offset / 8), little-endian:
-//             the row CFA = rsp + 8 * value holds from that offset to the
+//             the row CFA = SP + 8 * value holds from that offset to the
 //             next row's (rows in input order; offsets past the code ignored)
 //   then      the code, at code_vaddr
 //
@@ -40,6 +41,9 @@ struct InputRow {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 1) return 0;
     const std::size_t count = data[0] % 17;
+    const Abi* abis[] = {&abi_amd64(), &abi_aarch64(ByteOrder::Little),
+                         &abi_aarch64(ByteOrder::Big), &abi_s390x()};
+    const Abi& abi = *abis[(data[0] / 17) % 4];
     std::size_t at = 1;
     std::vector<InputRow> rows;
     for (std::size_t i = 0; i < count && at + 3 <= size; ++i, at += 3) {
@@ -58,11 +62,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         Row row;
         row.pc_begin = hit->begin;
         row.pc_end = pc + 1;
-        row.cfa = CfaRule{abi_amd64().sp_reg, hit->cfa, false};
-        row.ra = RegRule::at_cfa(-8);
+        row.cfa = CfaRule{abi.sp_reg, hit->cfa, false};
+        if (abi.fixed_ra_offset != 0) row.ra = RegRule::at_cfa(abi.fixed_ra_offset);
         return row;
     };
-    auto f = callee_saved::FunctionRules::analyse(abi_amd64(), code_vaddr, code, row_at);
+    auto f = callee_saved::FunctionRules::analyse(abi, code_vaddr, code, row_at);
     if (!f) {
         require(f.error().code() == Errc::Unsupported, "only a limit makes the analysis fail",
                 f.error().message());

@@ -136,9 +136,10 @@ def tbtab_seeds(elf, corpus):
         corpus.add(bytes([(1 if big else 0) | 2, 0]) + chunk)
 
 
-def callee_saved_seeds(elf, corpus):
-    """fuzz_callee_saved inputs: each function's code of an x86-64 fixture,
-    with the entry row (CFA = rsp+8) only: the analysis then counts the
+def callee_saved_seeds(elf, corpus, abi_index, entry_cfa):
+    """fuzz_callee_saved inputs: each function's code of a fixture of an ABI
+    the analysis reads (abi_index: fuzz_callee_saved.cpp's order), with the
+    entry row (CFA = SP + entry_cfa) only: the analysis then counts the
     stack itself, and the fuzzer mutates rows in."""
     text = elf.section(".text")
     if text is None:
@@ -147,7 +148,7 @@ def callee_saved_seeds(elf, corpus):
     for value, size in elf.functions()[:64]:
         if size == 0 or value < base or value + size > base + len(code):
             continue
-        corpus.add(bytes([1, 0, 0, 1]) + code[value - base:value - base + size])
+        corpus.add(bytes([1 + 17 * abi_index, 0, 0, entry_cfa // 8]) + code[value - base:value - base + size])
 
 
 def main():
@@ -175,8 +176,13 @@ def main():
         s = elf.section(".sframe")
         if s is not None:
             sections.append(elf.bytes_of(s))
-        if len(data) > 19 and data[18] == 62 and data[19] == 0:  # e_machine EM_X86_64
-            callee_saved_seeds(elf, corpora["fuzz_callee_saved"])
+        # e_machine: EM_X86_64 (62), EM_AARCH64 (183), EM_S390 (22, big-endian)
+        if len(data) > 19 and data[18] == 62 and data[19] == 0:
+            callee_saved_seeds(elf, corpora["fuzz_callee_saved"], 0, 8)
+        elif len(data) > 19 and data[18] == 183 and data[19] == 0:
+            callee_saved_seeds(elf, corpora["fuzz_callee_saved"], 1, 0)
+        elif len(data) > 19 and data[18] == 0 and data[19] == 22:
+            callee_saved_seeds(elf, corpora["fuzz_callee_saved"], 3, 160)
         if len(data) <= MAX_ELF:
             corpora["fuzz_elf"].add(data)
             if elf.section(".eh_frame") or elf.section(".debug_frame"):
