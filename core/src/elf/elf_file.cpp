@@ -14,6 +14,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <mutex>
+#include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -277,7 +278,14 @@ ElfFile::~ElfFile() = default;
 Expected<ElfFile> ElfFile::open(const std::string& path) {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (f == nullptr) return Error(Errc::Io, path + ": " + std::strerror(errno));
+    // Read at the size the file has now, in one allocation: growing a vector
+    // chunk by chunk copies it and holds two copies at its peak (a debugger
+    // opens every module of a program). Reading goes on past that size if
+    // the file grew meanwhile.
     std::vector<std::uint8_t> bytes;
+    struct stat info {};
+    if (fstat(fileno(f), &info) == 0 && info.st_size > 0)
+        bytes.reserve(static_cast<std::size_t>(info.st_size));
     std::uint8_t buf[65536];
     for (;;) {
         const std::size_t got = std::fread(buf, 1, sizeof buf, f);
