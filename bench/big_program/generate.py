@@ -107,7 +107,7 @@ def function(level, index, levels, per_level, ops, shape):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
-    ap.add_argument("--functions", type=int, default=30000)
+    ap.add_argument("--functions", type=int, default=32000)
     ap.add_argument("--units", type=int, default=200)
     ap.add_argument("--levels", type=int, default=40)
     ap.add_argument("--block-ops", type=int, default=80)

@@ -17,7 +17,7 @@
 #
 # Default out: /var/cache/sfunwind/big-program (outside the repository; a
 # build with the same arguments is reused: the arguments are stamped). Took
-# the time it prints for the default 30,000 functions on 2 cores (see the
+# the time it prints for the default 32,000 functions on 2 cores (see the
 # README's performance section). Needs root (the chroot).
 set -euo pipefail
 
