@@ -89,7 +89,8 @@ def _selected_frame_line(session):
         if where is None:
             why = "no objfile holds this address"
         elif where in s.registry.errors:
-            why = "the SFrame of %s cannot be read: %s" % (where, s.registry.errors[where])
+            # The error itself is in the list of objfiles below: said once.
+            why = "its objfile's SFrame cannot be read (below)"
         elif where in s.registry.modules:
             why = "%s has SFrame, but no FDE covers this address" % where
         else:
