@@ -52,13 +52,7 @@ void add_callee_saved(ProcessModule& m) {
     std::shared_ptr<const elf::ElfFile> file = m.table.file;
     std::shared_ptr<const RowSource> rows = m.table.rows;
     if (!file || !rows) return;
-    auto analysis = std::make_shared<callee_saved::ModuleRules>(
-        rows->abi(),
-        [file](std::uint64_t vaddr, std::uint64_t size) { return file->loaded_bytes(vaddr, size); },
-        [rows](std::uint64_t pc) -> std::optional<Row> {
-            auto r = rows->lookup(pc);
-            return r ? std::optional<Row>(*r) : std::nullopt;
-        });
+    std::shared_ptr<callee_saved::ModuleRules> analysis = callee_saved::module_rules(file, rows);
     if (analysis->supported()) m.callee_saved = std::move(analysis);
 }
 

@@ -77,16 +77,8 @@ Expected<std::int32_t> ModuleTable::open_file(const std::string& path) {
     const elf::ElfFile* file = m.elf;
     const std::shared_ptr<const RowSource> rows = m.rows;
     if (file != nullptr) {
-        auto analysis = std::make_shared<callee_saved::ModuleRules>(
-            rows->abi(),
-            [file](std::uint64_t vaddr, std::uint64_t size) {
-                return file->loaded_bytes(vaddr, size);
-            },
-            [rows](std::uint64_t pc) -> std::optional<Row> {
-                auto r = rows->lookup(pc);
-                return r ? std::optional<Row>(*r) : std::nullopt;
-            },
-            callee_saved::CodeFacts{file->has_section(".gcc_except_table"), {}});
+        std::shared_ptr<callee_saved::ModuleRules> analysis = callee_saved::module_rules(
+            file, rows, callee_saved::CodeFacts{file->has_section(".gcc_except_table"), {}});
         if (analysis->supported()) m.callee_saved = std::move(analysis);
     }
     return add(std::move(m));

@@ -105,17 +105,7 @@ void recover_callee_saved(SframeWalk& walk, StopContext& stop) {
             std::unique_ptr<callee_saved::ModuleRules> made;
             const TargetModule* m = module_at(walk.modules, f.address.lookup_address());
             if (m != nullptr && m->table && m->table->file) {
-                std::shared_ptr<const elf::ElfFile> file = m->table->file;
-                std::shared_ptr<const RowSource> rows = f.module->rows;
-                made = std::make_unique<callee_saved::ModuleRules>(
-                    rows->abi(),
-                    [file](std::uint64_t vaddr, std::uint64_t size) {
-                        return file->loaded_bytes(vaddr, size);
-                    },
-                    [rows](std::uint64_t pc) -> std::optional<Row> {
-                        auto r = rows->lookup(pc);
-                        return r ? std::optional<Row>(*r) : std::nullopt;
-                    });
+                made = callee_saved::module_rules(m->table->file, f.module->rows);
             }
             it = analyses.emplace(f.module, std::move(made)).first;
         }

@@ -9,6 +9,7 @@
 #include "sfunwind/callee_saved/function_rules.hpp"
 #include "sfunwind/unwind/backtrace.hpp"
 #include "sfunwind/unwind/backtrace_comparison.hpp"
+#include "sfunwind/unwind/row_source.hpp"
 #include "sfunwind/unwind/step.hpp"
 
 #include <array>
@@ -53,6 +54,24 @@ class ModuleRules {
     std::unordered_map<std::uint64_t, bool> never_returns_; // by function start
     std::size_t memory_ = 0;
 };
+
+// The analysis of one module whose code `file` holds at link-time addresses
+// (a pointer to an elf::ElfFile, or to anything with its loaded_bytes()) and
+// whose rows `rows` gives: what the CLI and each debugger adapter build per
+// module. The callbacks keep `file` and `rows` alive.
+template <class FilePtr>
+std::unique_ptr<ModuleRules> module_rules(FilePtr file, std::shared_ptr<const RowSource> rows,
+                                          CodeFacts facts = {}) {
+    const Abi& abi = rows->abi();
+    return std::make_unique<ModuleRules>(
+        abi,
+        [file](std::uint64_t vaddr, std::uint64_t size) { return file->loaded_bytes(vaddr, size); },
+        [rows = std::move(rows)](std::uint64_t pc) -> std::optional<Row> {
+            auto r = rows->lookup(pc);
+            return r ? std::optional<Row>(*r) : std::nullopt;
+        },
+        std::move(facts));
+}
 
 // Whether the function that starts at link-time `target` can never return
 // to its caller: its code (its SFrame FDE's range) decodes whole and has no
