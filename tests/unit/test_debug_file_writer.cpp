@@ -48,8 +48,12 @@ TEST_CASE("write_debug_file: a copy with .debug_frame and the missing function s
     if (!report) FAIL(report.error().message());
     CHECK(report->added_functions == 1);
 
+    // Removed at the end, not now: an ElfFile reads its file as it is asked.
+    const struct RemoveAtEnd {
+        std::string path;
+        ~RemoveAtEnd() { std::remove(path.c_str()); }
+    } remove_out{out};
     const elf::ElfFile copy = test::open_elf(out);
-    std::remove(out.c_str());
     CHECK(copy.build_id() == program.build_id());
     CHECK(copy.program_headers().size() == program.program_headers().size());
     // Every allocated section is where it was, with the same bytes.

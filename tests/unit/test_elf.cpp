@@ -8,7 +8,9 @@
 #include "support.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <set>
 #include <utility>
@@ -406,6 +408,74 @@ TEST_CASE("ElfFile is movable and its libelf handle survives the move", "[elf]")
     CHECK(other.libelf_handle() == handle);
     CHECK(other.find_sframe()->vaddr == 0x21e0);
     CHECK(other.section_bytes(".eh_frame")->size() == 0x178);
+}
+
+TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[elf]") {
+    // A 2.4 MB program: its headers, .sframe and one function are a small part.
+    const auto path = test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47";
+    const auto whole = test::read_bytes(path);
+    auto f = elf::ElfFile::open(path.string());
+    REQUIRE(f);
+    const std::size_t after_open = f->bytes_read();
+    CHECK(after_open > 0);
+    CHECK(after_open < whole.size() / 8);
+
+    auto section = f->sframe();
+    REQUIRE(section);
+    const auto where = f->find_sframe();
+    REQUIRE(where);
+    CHECK(f->bytes_read() >= after_open + where->size / 2);
+    CHECK(f->bytes_read() < whole.size() / 2);
+    // The bytes read are the file's.
+    const auto sframe = f->sframe_bytes(*where);
+    REQUIRE(sframe);
+    CHECK(std::equal(sframe->begin(), sframe->end(),
+                     whole.begin() + static_cast<long>(where->file_offset)));
+
+    const auto& syms = f->function_symbols();
+    REQUIRE(syms.size() > 100);
+    const elf::Symbol& fn = syms[syms.size() / 2];
+    const auto code = f->loaded_bytes(fn.value, fn.size);
+    REQUIRE(code);
+    const auto& text = *f->section(".text");
+    REQUIRE(fn.value >= text.vaddr);
+    const std::size_t at = text.offset + (fn.value - text.vaddr);
+    CHECK(std::equal(code->begin(), code->end(), whole.begin() + static_cast<long>(at)));
+    CHECK(f->bytes_read() < whole.size());
+
+    // image() reads the rest, and it is the file.
+    const auto image = f->image();
+    CHECK(f->bytes_read() == whole.size());
+    CHECK(std::equal(image.begin(), image.end(), whole.begin(), whole.end()));
+
+    SECTION("a file rewritten after open() is not read any more") {
+        const auto copy = std::filesystem::temp_directory_path() / "sfunwind-test-changed.elf";
+        std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
+        auto g = elf::ElfFile::open(copy.string());
+        REQUIRE(g);
+        // Same size, same inode, new contents and mtime.
+        std::filesystem::last_write_time(copy, std::filesystem::last_write_time(copy) +
+                                                   std::chrono::seconds(5));
+        const auto gone = g->sframe();
+        REQUIRE_FALSE(gone);
+        CHECK(gone.error().code() == Errc::Io);
+        CHECK(has_text(gone.error(), "changed since it was opened"));
+        CHECK_FALSE(g->loaded_bytes(fn.value, fn.size));
+        CHECK(g->image().empty());
+        CHECK(g->libelf_handle() == nullptr);
+        std::filesystem::remove(copy);
+    }
+    SECTION("a file removed after open() gives an error naming it") {
+        const auto copy = std::filesystem::temp_directory_path() / "sfunwind-test-removed.elf";
+        std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
+        auto g = elf::ElfFile::open(copy.string());
+        REQUIRE(g);
+        std::filesystem::remove(copy);
+        const auto gone = g->sframe();
+        REQUIRE_FALSE(gone);
+        CHECK(gone.error().code() == Errc::Io);
+        CHECK(has_text(gone.error(), copy.string()));
+    }
 }
 
 TEST_CASE("truncated files give errors, not crashes", "[elf][robustness]") {

@@ -175,7 +175,12 @@ std::optional<CfiBytes> eh_frame_bytes(const elf::ElfFile& file, std::vector<Err
                                 s->offset);
             return std::nullopt;
         }
-        return CfiBytes{file.image().subspan(s->offset, s->size), s->vaddr, ".eh_frame"};
+        const auto bytes = file.section_bytes(".eh_frame");
+        if (!bytes) {
+            errors.emplace_back(Errc::Io, file.name() + ": .eh_frame cannot be read", s->offset);
+            return std::nullopt;
+        }
+        return CfiBytes{*bytes, s->vaddr, ".eh_frame"};
     }
     if (!file.sections().empty()) return std::nullopt;
 
@@ -219,7 +224,9 @@ std::optional<CfiBytes> eh_frame_bytes(const elf::ElfFile& file, std::vector<Err
 std::optional<CfiBytes> debug_frame_bytes(const elf::ElfFile& file) {
     const elf::SectionInfo* s = file.section(".debug_frame");
     if (s == nullptr || !s->in_file) return std::nullopt;
-    return CfiBytes{file.image().subspan(s->offset, s->size), s->vaddr, ".debug_frame"};
+    const auto bytes = file.section_bytes(".debug_frame");
+    if (!bytes) return std::nullopt;
+    return CfiBytes{*bytes, s->vaddr, ".debug_frame"};
 }
 
 FdeListing list_fdes(const elf::ElfFile& file, const CfiBytes& cfi, Source source) {
@@ -228,14 +235,15 @@ FdeListing list_fdes(const elf::ElfFile& file, const CfiBytes& cfi, Source sourc
     auto error = [&](Errc code, std::uint64_t at, const std::string& what) {
         out.errors.emplace_back(code, file.name() + ": " + cfi.name + ": " + what, at);
     };
-    if (file.image().size() < EI_NIDENT) return out;
+    const auto image = file.image();
+    if (image.size() < EI_NIDENT) return out;
     // dwarf_next_cfi wants a mutable Elf_Data but only reads through it.
     Elf_Data data{};
     data.d_buf = const_cast<std::uint8_t*>(cfi.bytes.data());
     data.d_type = ELF_T_BYTE;
     data.d_size = cfi.bytes.size();
     data.d_version = EV_CURRENT;
-    const unsigned char* ident = file.image().data();
+    const unsigned char* ident = image.data();
 
     struct RawFde {
         std::uint64_t offset;

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
-// ElfFile: libelf over an owned copy of the file. libelf checks the header
-// tables against the image size too, but every offset and size taken from the
-// file is checked here as well before it is used to index the image.
+// ElfFile: libelf over the file's image (file_image.hpp: read on demand, so
+// every range is ensure()d before libelf or this file looks at it). libelf
+// checks the header tables against the image size too, but every offset and
+// size taken from the file is checked here as well before it is used to index
+// the image.
 #include "sfunwind/elf/elf_file.hpp"
+
+#include "file_image.hpp"
+#include "sfunwind/bytes.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -68,7 +73,7 @@ std::optional<std::vector<std::uint8_t>> build_id_note(Elf_Data* data) {
 
 struct ElfFile::Impl {
     std::string name;
-    std::vector<std::uint8_t> image;
+    detail::FileImage image;
     ::Elf* elf = nullptr;
     ByteOrder order = ByteOrder::Little;
     std::uint16_t machine = 0;
@@ -100,41 +105,91 @@ struct ElfFile::Impl {
         return error(Errc::Malformed, what + ": " + elf_errmsg(-1), where);
     }
 
+    std::span<const std::uint8_t> bytes() const noexcept { return image.bytes(); }
+    // The image's bytes [offset, offset + size) (clipped to the file) are
+    // read, or an Io error naming the file and the range.
+    Status ensure(std::uint64_t offset, std::uint64_t size, const char* what) const;
+    // Reads the ELF header, both header tables and the section-name table,
+    // everything read_headers() gives libelf to look at.
+    Status ensure_headers() const;
     Status read_headers();
     void read_symbols() const;
     void read_symbol_table(const SectionInfo& table) const;
 };
 
+Status ElfFile::Impl::ensure(std::uint64_t offset, std::uint64_t size, const char* what) const {
+    if (image.ensure(offset, size)) return ok();
+    return error(Errc::Io,
+                 std::string("cannot read ") + what + " (" + std::to_string(size) +
+                     " bytes at offset " + to_hex(offset) + "): " + image.last_error(),
+                 offset);
+}
+
+Status ElfFile::Impl::ensure_headers() const {
+    const ByteView ehdr(bytes(), order);
+    std::uint64_t phoff = 0, shoff = 0;
+    std::uint16_t phnum = 0, shnum = 0;
+    // Elf64_Ehdr field offsets (gABI "ELF Header"); a field past a short
+    // file stays 0 and read_headers() reports the truncation.
+    ehdr.load(offsetof(Elf64_Ehdr, e_phoff), phoff);
+    ehdr.load(offsetof(Elf64_Ehdr, e_shoff), shoff);
+    ehdr.load(offsetof(Elf64_Ehdr, e_phnum), phnum);
+    ehdr.load(offsetof(Elf64_Ehdr, e_shnum), shnum);
+    // Section 0 holds the real counts past PN_XNUM / SHN_LORESERVE (gABI
+    // "Sections", extended numbering).
+    if (shoff != 0)
+        if (auto st = ensure(shoff, sizeof(Elf64_Shdr), "section header 0"); !st) return st;
+    const ByteView shdr0(
+        bytes().size() > shoff ? bytes().subspan(shoff) : std::span<const std::uint8_t>{}, order);
+    std::uint64_t section_count = shnum;
+    std::uint32_t program_count = phnum;
+    if (shoff != 0 && shnum == 0) shdr0.load(offsetof(Elf64_Shdr, sh_size), section_count);
+    if (phnum == PN_XNUM) shdr0.load(offsetof(Elf64_Shdr, sh_info), program_count);
+    if (auto st =
+            ensure(phoff, std::uint64_t{program_count} * sizeof(Elf64_Phdr), "the program headers");
+        !st)
+        return st;
+    // ensure() clips to the file, so a hostile count costs at most the file.
+    if (shoff != 0 && section_count <= ~std::uint64_t{0} / sizeof(Elf64_Shdr))
+        if (auto st = ensure(shoff, section_count * sizeof(Elf64_Shdr), "the section headers"); !st)
+            return st;
+    return ok();
+}
+
 Status ElfFile::Impl::read_headers() {
+    if (auto st = ensure(0, sizeof(Elf64_Ehdr), "the ELF header"); !st) return st;
     const std::uint64_t size = image.size();
+    const std::span<const std::uint8_t> view = bytes();
     // The identification bytes decide everything else (gABI "ELF
     // Identification"); check them before libelf interprets the rest.
     if (size < EI_NIDENT)
         return error(Errc::Truncated,
                      "file is " + std::to_string(size) + " bytes, too short for an ELF header", 0);
-    if (std::memcmp(image.data(), ELFMAG, SELFMAG) != 0)
+    if (std::memcmp(view.data(), ELFMAG, SELFMAG) != 0)
         return error(Errc::BadMagic, "not an ELF file", 0);
-    if (image[EI_CLASS] == ELFCLASS32)
+    if (view[EI_CLASS] == ELFCLASS32)
         return error(
             Errc::Unsupported,
             "32-bit ELF (ELFCLASS32) is not supported; SFrame is defined for 64-bit ABIs only",
             EI_CLASS);
-    if (image[EI_CLASS] != ELFCLASS64)
-        return error(Errc::Malformed, "bad ELF class " + std::to_string(image[EI_CLASS]), EI_CLASS);
-    if (image[EI_DATA] == ELFDATA2LSB)
+    if (view[EI_CLASS] != ELFCLASS64)
+        return error(Errc::Malformed, "bad ELF class " + std::to_string(view[EI_CLASS]), EI_CLASS);
+    if (view[EI_DATA] == ELFDATA2LSB)
         order = ByteOrder::Little;
-    else if (image[EI_DATA] == ELFDATA2MSB)
+    else if (view[EI_DATA] == ELFDATA2MSB)
         order = ByteOrder::Big;
     else
-        return error(Errc::Malformed, "bad ELF data encoding " + std::to_string(image[EI_DATA]),
+        return error(Errc::Malformed, "bad ELF data encoding " + std::to_string(view[EI_DATA]),
                      EI_DATA);
     if (size < sizeof(Elf64_Ehdr))
         return error(
             Errc::Truncated,
             "file is " + std::to_string(size) + " bytes, too short for the 64-byte ELF header", 0);
 
+    if (auto st = ensure_headers(); !st) return st;
     if (!libelf_ready()) return error(Errc::Unsupported, std::string("libelf: ") + elf_errmsg(-1));
-    elf = elf_memory(reinterpret_cast<char*>(image.data()), image.size());
+    // libelf reads from the image but does not write to it (ELF_C_READ).
+    elf = elf_memory(const_cast<char*>(reinterpret_cast<const char*>(view.data())), view.size());
     if (elf == nullptr || elf_kind(elf) != ELF_K_ELF)
         return libelf_error("libelf cannot read the ELF header", 0);
 
@@ -205,8 +260,16 @@ Status ElfFile::Impl::read_headers() {
                          " run past the end of the file (" + std::to_string(size) + " bytes)",
                      ehdr.e_shoff);
     std::size_t shstrndx = 0;
-    const bool have_names =
+    bool have_names =
         elf_getshdrstrndx(elf, &shstrndx) == 0 && shstrndx != SHN_UNDEF && shstrndx < shnum;
+    if (have_names) {
+        GElf_Shdr names;
+        if (gelf_getshdr(elf_getscn(elf, shstrndx), &names) == nullptr)
+            have_names = false;
+        else if (names.sh_type != SHT_NOBITS)
+            if (auto st = ensure(names.sh_offset, names.sh_size, "the section name table"); !st)
+                return st;
+    }
     for (std::size_t i = 0; i < shnum; ++i) {
         Elf_Scn* scn = elf_getscn(elf, i);
         GElf_Shdr sh;
@@ -232,6 +295,11 @@ Status ElfFile::Impl::read_headers() {
 
 void ElfFile::Impl::read_symbol_table(const SectionInfo& table) const {
     if (!table.in_file || table.link >= sections.size()) return;
+    // A table that cannot be read gives no symbols, as a missing one.
+    const SectionInfo& strings = sections[table.link];
+    if (!image.ensure(table.offset, table.size) ||
+        (strings.in_file && !image.ensure(strings.offset, strings.size)))
+        return;
     Elf_Scn* scn = elf_getscn(elf, table.index);
     if (scn == nullptr) return;
     // elf_getdata converts the entries to host order (in its own buffer when
@@ -276,30 +344,9 @@ ElfFile& ElfFile::operator=(ElfFile&&) noexcept = default;
 ElfFile::~ElfFile() = default;
 
 Expected<ElfFile> ElfFile::open(const std::string& path) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) return Error(Errc::Io, path + ": " + std::strerror(errno));
-    // Read at the size the file has now, in one allocation: growing a vector
-    // chunk by chunk copies it and holds two copies at its peak (a debugger
-    // opens every module of a program). Reading goes on past that size if
-    // the file grew meanwhile.
-    std::vector<std::uint8_t> bytes;
-    struct stat info {};
-    if (fstat(fileno(f), &info) == 0 && info.st_size > 0)
-        bytes.reserve(static_cast<std::size_t>(info.st_size));
-    std::uint8_t buf[65536];
-    for (;;) {
-        const std::size_t got = std::fread(buf, 1, sizeof buf, f);
-        bytes.insert(bytes.end(), buf, buf + got);
-        if (got < sizeof buf) break;
-    }
-    const bool failed = std::ferror(f) != 0;
-    const int err = errno;
-    std::fclose(f);
-    if (failed) return Error(Errc::Io, path + ": read error: " + std::strerror(err), bytes.size());
-
     auto impl = std::make_unique<Impl>();
     impl->name = path;
-    impl->image = std::move(bytes);
+    if (std::string why; !impl->image.open(path, why)) return Error(Errc::Io, path + ": " + why);
     if (auto st = impl->read_headers(); !st) return std::move(st).error();
     return ElfFile(std::move(impl));
 }
@@ -307,7 +354,7 @@ Expected<ElfFile> ElfFile::open(const std::string& path) {
 Expected<ElfFile> ElfFile::from_bytes(std::span<const std::uint8_t> bytes, std::string name) {
     auto impl = std::make_unique<Impl>();
     impl->name = std::move(name);
-    impl->image.assign(bytes.begin(), bytes.end());
+    impl->image.assign(bytes);
     if (auto st = impl->read_headers(); !st) return std::move(st).error();
     return ElfFile(std::move(impl));
 }
@@ -315,13 +362,19 @@ Expected<ElfFile> ElfFile::from_bytes(std::span<const std::uint8_t> bytes, std::
 const std::string& ElfFile::name() const noexcept {
     return impl_->name;
 }
-std::span<const std::uint8_t> ElfFile::image() const noexcept {
-    return impl_->image;
+std::span<const std::uint8_t> ElfFile::image() const {
+    if (!impl_->image.ensure_all()) return {};
+    return impl_->bytes();
+}
+std::size_t ElfFile::bytes_read() const noexcept {
+    return impl_->image.resident();
 }
 ByteOrder ElfFile::byte_order() const noexcept {
     return impl_->order;
 }
-::Elf* ElfFile::libelf_handle() const noexcept {
+::Elf* ElfFile::libelf_handle() const {
+    // libdw may read any part of the file through it.
+    if (!impl_->image.ensure_all()) return nullptr;
     return impl_->elf;
 }
 std::uint16_t ElfFile::machine() const noexcept {
@@ -375,8 +428,9 @@ bool ElfFile::has_section(const std::string& name) const {
 
 std::optional<std::span<const std::uint8_t>> ElfFile::section_bytes(const std::string& name) const {
     const SectionInfo* s = section(name);
-    if (s == nullptr || !s->in_file) return std::nullopt;
-    return std::span<const std::uint8_t>(impl_->image).subspan(s->offset, s->size);
+    if (s == nullptr || !s->in_file || !impl_->image.ensure(s->offset, s->size))
+        return std::nullopt;
+    return impl_->bytes().subspan(s->offset, s->size);
 }
 
 std::optional<std::vector<std::uint8_t>> ElfFile::build_id() const {
@@ -384,13 +438,16 @@ std::optional<std::vector<std::uint8_t>> ElfFile::build_id() const {
     // PT_NOTE segments.
     const std::uint64_t size = impl_->image.size();
     for (const auto& sec : impl_->sections) {
-        if (sec.type != SHT_NOTE || !sec.in_file) continue;
+        if (sec.type != SHT_NOTE || !sec.in_file || !impl_->image.ensure(sec.offset, sec.size))
+            continue;
         if (auto id = build_id_note(elf_getdata(elf_getscn(impl_->elf, sec.index), nullptr)))
             return id;
     }
     if (!impl_->sections.empty()) return std::nullopt;
     for (const auto& ph : impl_->phdrs) {
-        if (ph.type != PT_NOTE || !fits(ph.offset, ph.filesz, size)) continue;
+        if (ph.type != PT_NOTE || !fits(ph.offset, ph.filesz, size) ||
+            !impl_->image.ensure(ph.offset, ph.filesz))
+            continue;
         const Elf_Type t = ph.align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
         if (auto id = build_id_note(elf_getdata_rawchunk(
                 impl_->elf, static_cast<std::int64_t>(ph.offset), ph.filesz, t)))
@@ -466,7 +523,9 @@ Expected<SframeLocation> ElfFile::find_sframe() const {
                                ") runs past the end of the file (" + std::to_string(size) +
                                " bytes)",
                            p.offset);
-        const auto bytes = std::span<const std::uint8_t>(m.image).subspan(p.offset, p.filesz);
+        if (auto st = m.ensure(p.offset, p.filesz, "the PT_GNU_SFRAME segment"); !st)
+            return std::move(st).error();
+        const auto bytes = m.bytes().subspan(p.offset, p.filesz);
         auto section = sframe::Section::parse(bytes, p.vaddr);
         if (!section)
             return m.error(section.error().code(),
@@ -494,7 +553,9 @@ Expected<std::span<const std::uint8_t>> ElfFile::sframe_bytes(const SframeLocati
                                 " bytes)",
                             where.file_offset);
     const std::uint64_t n = std::min(where.size, size - where.file_offset);
-    return std::span<const std::uint8_t>(impl_->image).subspan(where.file_offset, n);
+    if (auto st = impl_->ensure(where.file_offset, n, where.name.c_str()); !st)
+        return std::move(st).error();
+    return impl_->bytes().subspan(where.file_offset, n);
 }
 
 Expected<sframe::Section> ElfFile::sframe() const {
@@ -514,12 +575,13 @@ Expected<sframe::Section> ElfFile::sframe() const {
 
 std::optional<std::span<const std::uint8_t>> ElfFile::loaded_bytes(std::uint64_t vaddr,
                                                                    std::uint64_t size) const {
-    const auto image = std::span<const std::uint8_t>(impl_->image);
+    const auto image = impl_->bytes();
     for (const auto& seg : load_segments()) {
         if (vaddr < seg.vaddr || vaddr - seg.vaddr > seg.filesz) continue;
         const std::uint64_t in_segment = vaddr - seg.vaddr;
         if (size > seg.filesz - in_segment) continue;
         if (!fits(seg.offset, seg.filesz, image.size())) continue;
+        if (!impl_->image.ensure(seg.offset + in_segment, size)) return std::nullopt;
         return image.subspan(seg.offset + in_segment, size);
     }
     return std::nullopt;

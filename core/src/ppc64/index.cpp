@@ -17,6 +17,8 @@ namespace {
 std::vector<CodeRange> code_ranges(const elf::ElfFile& file) {
     std::vector<CodeRange> out;
     const auto image = file.image();
+    // Empty when the file could not be read whole: no code to scan.
+    if (image.empty()) return out;
     const ByteOrder order = file.byte_order();
     for (const auto& s : file.sections())
         if ((s.flags & SHF_EXECINSTR) != 0 && (s.flags & SHF_ALLOC) != 0 && s.in_file && s.size > 0)

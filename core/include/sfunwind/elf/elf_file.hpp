@@ -73,7 +73,10 @@ struct Symbol {
 
 class ElfFile {
   public:
-    // Reads the whole file. Errors name the file.
+    // Opens the file and reads its headers; the rest is read as it is asked
+    // for (the headers and section-name table now, then .sframe, the
+    // symbols, code ranges: a debugger opening every module of a program
+    // reads little of each). Errors name the file.
     static Expected<ElfFile> open(const std::string& path);
     // An ELF image already in memory (copied).
     static Expected<ElfFile> from_bytes(std::span<const std::uint8_t> bytes,
@@ -84,12 +87,17 @@ class ElfFile {
     ~ElfFile();
 
     const std::string& name() const noexcept;
-    // The whole file, as read.
-    std::span<const std::uint8_t> image() const noexcept;
+    // The whole file (read now if not yet); empty if it cannot be read whole
+    // any more (the file changed or went away since open()).
+    std::span<const std::uint8_t> image() const;
+    // How many of the file's bytes have been read so far.
+    std::size_t bytes_read() const noexcept;
     ByteOrder byte_order() const noexcept;
     // The libelf handle over image(), for libdw (dwarf_getcfi_elf,
     // dwarf_begin_elf). It lives as long as this ElfFile (moves keep it).
-    ::Elf* libelf_handle() const noexcept;
+    // Reads the whole file first (null if that fails), as libdw may look
+    // anywhere.
+    ::Elf* libelf_handle() const;
     // The ABI from e_machine and EI_DATA (EM_X86_64, EM_AARCH64, EM_S390, EM_PPC64).
     std::optional<Abi> abi() const;
     std::uint16_t machine() const noexcept;

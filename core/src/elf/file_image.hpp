@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// A file's bytes at their file offsets, read on demand: the whole file is
+// reserved as anonymous memory (address space, no resident pages) and each
+// 4 KiB chunk is read with pread() the first time a range that covers it is
+// asked for. A debugger opens every module of a program but needs few of
+// their bytes (the headers, .sframe, the symbols, the code of the functions
+// it analyses): a 30 MB program then costs the 2 MB it reads, not 30 MB.
+//
+// Why not mmap the file: a file truncated while mapped turns a read into
+// SIGBUS, which would take the debugger down (see "Bad input is normal
+// input"). pread() reports the change instead. Each fill reopens the file by
+// path, so a debugger with thousands of modules holds no descriptors, and
+// checks that it is still the same file (device, inode, size, mtime): bytes
+// of a rebuilt file are never mixed with the old ones.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sfunwind::elf::detail {
+
+class FileImage {
+  public:
+    FileImage() = default;
+    FileImage(const FileImage&) = delete;
+    FileImage& operator=(const FileImage&) = delete;
+    FileImage(FileImage&& other) noexcept;
+    FileImage& operator=(FileImage&& other) noexcept;
+    ~FileImage();
+
+    // The file at `path`, nothing read yet. Files whose size stat() cannot
+    // tell (not regular, or empty by stat, as /proc files are) are read whole
+    // here. On failure returns false and sets `error` ("what: why").
+    bool open(const std::string& path, std::string& error);
+    // A copy of bytes already in memory (all present).
+    void assign(std::span<const std::uint8_t> bytes);
+
+    std::size_t size() const noexcept { return size_; }
+    // Every byte; only those ensure()d hold the file's contents.
+    std::span<const std::uint8_t> bytes() const noexcept { return {data_, size_}; }
+    // Reads whatever of [offset, offset + length) (clipped to the file) is
+    // not read yet. False when the file cannot be read or has changed since
+    // open(); last_error() says why.
+    bool ensure(std::uint64_t offset, std::uint64_t length) const;
+    bool ensure_all() const { return ensure(0, size_); }
+    std::string last_error() const;
+    // Bytes read from the file so far.
+    std::size_t resident() const;
+
+  private:
+    static constexpr std::size_t chunk = 4096;
+
+    void release() noexcept;
+    bool allocate(std::size_t size);
+    bool fill(std::size_t first_chunk, std::size_t last_chunk) const;
+
+    std::uint8_t* data_ = nullptr;
+    std::size_t size_ = 0;
+    std::string path_;
+    // The identity fills compare against.
+    std::uint64_t device_ = 0, inode_ = 0;
+    std::int64_t mtime_sec_ = 0, mtime_nsec_ = 0;
+
+    mutable std::mutex mutex_;
+    mutable std::vector<bool> present_; // per chunk
+    mutable std::size_t resident_ = 0;
+    mutable std::string error_;
+};
+
+} // namespace sfunwind::elf::detail
