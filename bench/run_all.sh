@@ -20,6 +20,20 @@
 #                                 plus the builds the first time)
 #   BUDGET_MS=500 bench/run_all.sh  shorter timing per comparison (default 1500)
 #   SKIP_LOOKUP=1                 leave out the Google Benchmark suite
+#   SKIP_DEBUGGERS=1              leave out the debuggers (below)
+#
+# Then the debuggers, each with sfunwind on an SFrame-only build against the
+# same debugger on the CFI-only build (GDB 13 and LLDB 19 on the host, GDB 18
+# and LLDB 23 in the chroot; builds build/speed-debuggers and
+# build/sid-speed-debuggers):
+#   first_bt      the big program (bench/big_program/make.sh: built the first
+#                 time, about 20 minutes, then cached): time to the first
+#                 backtrace and peak RSS, core and live
+#                 (bench/big_program/first_bt.py)
+#   walk          GDB: a whole `bt` with GDB's DWARF unwinder, the Python path
+#                 and the native path, on the 10,000-frame recursion and at
+#                 the big program's stop (tests/gdb/bench_bt.py); LLDB:
+#                 `sframe bt` against LLDB's own unwind (tests/lldb/test_bench.py)
 #
 # Full outputs go to build/speed/run_all/; the ratio lines are printed at the
 # end. Needs root (the chroot) and, the first time, the Debian mirror (Lua's
@@ -77,10 +91,51 @@ if [[ -z ${SKIP_LOOKUP:-} ]]; then
   python3 "$HERE/summarize_lookup.py" "$OUT/bench_lookup.json" | tee "$OUT/lookup_summary.txt"
 fi
 
+if [[ -z ${SKIP_DEBUGGERS:-} ]]; then
+  log "the big program (cached after the first build)"
+  BIG=$("$HERE/big_program/make.sh")
+  log "host debugger modules (build/speed-debuggers)"
+  cmake -S "$REPO" -B build/speed-debuggers -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSFUNWIND_WERROR=ON \
+    -DSFUNWIND_BUILD_TESTS=OFF -DSFUNWIND_BUILD_CLI=OFF >/dev/null
+  cmake --build build/speed-debuggers -j"$JOBS" --target sfunwind_gdb sfunwind_lldb
+  log "chroot debugger modules (build/sid-speed-debuggers)"
+  "$CHROOT" run -- sh -c "cd '$REPO' &&
+    cmake -S . -B build/sid-speed-debuggers -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSFUNWIND_WERROR=ON \
+      -DSFUNWIND_BUILD_TESTS=OFF -DSFUNWIND_BUILD_CLI=OFF >/dev/null &&
+    cmake --build build/sid-speed-debuggers -j$JOBS --target sfunwind_gdb sfunwind_lldb"
+  HOST_GDB=build/speed-debuggers/gdb-python/sfunwind.py
+  HOST_LLDB=build/speed-debuggers/plugin/libsfunwind_lldb.so
+  SID_GDB=build/sid-speed-debuggers/gdb-python/sfunwind.py
+  SID_LLDB=build/sid-speed-debuggers/plugin/libsfunwind_lldb.so
+  FIRST_BT=(python3 "$HERE/big_program/first_bt.py" --dir "$BIG" --rounds "${ROUNDS:-3}")
+  in_chroot() { SFUNWIND_CHROOT_BINDS="$BIG" "$CHROOT" run -- "$@"; }
+  run first_bt_host "${FIRST_BT[@]}" --twins host- --work "$BIG/bench-host" --gdb gdb --gdb-loader "$HOST_GDB" \
+    --lldb lldb-19 --lldb-plugin "$HOST_LLDB"
+  run first_bt_sid in_chroot "${FIRST_BT[@]}" --work "$BIG/bench" --gdb gdb --gdb-loader "$SID_GDB" \
+    --lldb lldb-23 --lldb-plugin "$SID_LLDB" --lldb-parallel-off
+  run walk_gdb13_deep python3 tests/gdb/bench_bt.py --gdb gdb --loader "$HOST_GDB"
+  run walk_gdb13_big python3 tests/gdb/bench_bt.py --gdb gdb --loader "$HOST_GDB" --program "$BIG/host-both/big"
+  run walk_gdb18_deep in_chroot python3 tests/gdb/bench_bt.py --gdb gdb --loader "$SID_GDB"
+  run walk_gdb18_big in_chroot python3 tests/gdb/bench_bt.py --gdb gdb --loader "$SID_GDB" --program "$BIG/both/big"
+  run walk_lldb19 env LLDB_DEBUGSERVER_PATH=/usr/lib/llvm-19/bin/lldb-server \
+    python3 tests/lldb/test_bench.py --plugin "$HOST_LLDB" --lldb lldb-19 --work build/speed-debuggers/bench-work
+  run walk_lldb23 in_chroot python3 tests/lldb/test_bench.py --plugin "$SID_LLDB" --lldb lldb-23 \
+    --work build/sid-speed-debuggers/bench-work
+fi
+
 echo
 echo "== ratios (best of rounds, same PCs, same section; full output in ${OUT#"$REPO"/}/) =="
 grep -h -E '^  sfunwind vs ' "$OUT/libsframe.txt" "$OUT/libdw.txt" | sed 's/^  //' || true
 echo "== open / index / validate per MB, memory per FDE =="
 grep -h -E '^[^ ]|ms/MB|B/FDE' "$OUT/open.txt" | grep -v 'validate found' || true
 grep -h -E 'open: sframe_decode|memory beyond' "$OUT/libsframe.txt" | sed 's/^  /  libsframe comparison: /' || true
+if [[ -z ${SKIP_DEBUGGERS:-} ]]; then
+  echo "== first backtrace on the big program: sfunwind on the SFrame-only build / the CFI build (time, peak RSS) =="
+  cat "$OUT/first_bt_host.txt" "$OUT/first_bt_sid.txt" | awk 'NR == 1 || !/CFI s/'
+  echo "== frame walks: GDB's DWARF unwinder against the Python and native paths; LLDB's own against sframe bt =="
+  for w in walk_gdb13_deep walk_gdb13_big walk_gdb18_deep walk_gdb18_big walk_lldb19 walk_lldb23; do
+    echo "-- $w"
+    grep -h -E '^GNU gdb|rounds$|/ dwarf =|ratio|faster|slower|per MB' "$OUT/$w.txt" || true
+  done
+fi
 exit "$status"

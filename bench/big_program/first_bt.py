@@ -79,15 +79,25 @@ def make_core(gdb, program, core):
     return os.path.exists(core)
 
 
+def version(debugger, program):
+    """'GDB 13.1' or 'LLDB 19.1.7': the debugger's own --version."""
+    try:
+        text = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except OSError:
+        return debugger
+    m = re.search(r"(?:GNU gdb|lldb version) (?:\([^)]*\) )?(\d+(?:\.\d+)*)", text)
+    return ("GDB " if debugger == "gdb" else "LLDB ") + m.group(1) if m else debugger
+
+
 def cases(args, work):
     """(debugger, mode, cfi command, sframe command) for each case."""
     out = []
-    cfi = os.path.join(args.dir, "cfi", "big")
-    sf = os.path.join(args.dir, "sframe", "big")
+    cfi = os.path.join(args.dir, args.twins + "cfi", "big")
+    sf = os.path.join(args.dir, args.twins + "sframe", "big")
     if args.gdb and shutil.which(args.gdb):
         cores = {}
         for name, prog in (("cfi", cfi), ("sframe", sf)):
-            core = os.path.join(work, "big-%s.core" % name)
+            core = os.path.join(work, "big-%s%s.core" % (args.twins, name))
             if not os.path.exists(core) and not make_core(args.gdb, prog, core):
                 sys.exit("first_bt: gcore of %s failed" % prog)
             cores[name] = core
@@ -98,7 +108,7 @@ def cases(args, work):
         out.append(("gdb", "live", base + ["-ex", "run", "-ex", "bt", "-ex", "kill", cfi],
                     base + load + ["-ex", "run", "-ex", "bt", "-ex", "kill", sf]))
     if args.lldb and shutil.which(args.lldb):
-        core_of = {"cfi": os.path.join(work, "big-cfi.core"), "sframe": os.path.join(work, "big-sframe.core")}
+        core_of = {n: os.path.join(work, "big-%s%s.core" % (args.twins, n)) for n in ("cfi", "sframe")}
         pre = ["-o", "settings set target.parallel-module-load false"] if args.lldb_parallel_off else []
         load = ["-o", "plugin load " + args.lldb_plugin]
         if all(os.path.exists(c) for c in core_of.values()):
@@ -122,13 +132,17 @@ def main():
     ap.add_argument("--lldb-plugin")
     ap.add_argument("--lldb-parallel-off", action="store_true",
                     help="settings set target.parallel-module-load false (LLDB 21-23 deadlock)")
+    ap.add_argument("--twins", default="", choices=["", "host-"],
+                    help="host-: the twins linked to run on the bookworm host (host-cfi/, host-sframe/)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--work")
     args = ap.parse_args()
     work = args.work or os.path.join(args.dir, "bench")
     os.makedirs(work, exist_ok=True)
-    print("%-5s %-5s %10s %10s %7s %10s %10s %7s  %s" % ("", "", "CFI s", "SFrame s", "ratio", "CFI MB",
+    print("%-12s %-5s %10s %10s %7s %10s %10s %7s  %s" % ("", "", "CFI s", "SFrame s", "ratio", "CFI MB",
                                                        "SFrame MB", "ratio", "frames"))
+    names = {"gdb": version("gdb", args.gdb) if args.gdb else "",
+             "lldb": version("lldb", args.lldb) if args.lldb else ""}
     for debugger, mode, cfi_cmd, sf_cmd in cases(args, work):
         times = {"cfi": [], "sframe": []}
         rss = {"cfi": 0.0, "sframe": 0.0}
@@ -150,7 +164,7 @@ def main():
         # with --gsframe), and LLDB guesses a frame more there.
         fa, fb = up_to_main(frames(text["cfi"])), up_to_main(frames(text["sframe"]))
         same = "%d equal" % len(fa) if fa == fb and fa else "DIFFERS (%d vs %d)" % (len(fa), len(fb))
-        print("%-5s %-5s %10.2f %10.2f %7.2f %10.1f %10.1f %7.2f  %s" % (debugger, mode, a, b, b / a, rss["cfi"],
+        print("%-12s %-5s %10.2f %10.2f %7.2f %10.1f %10.1f %7.2f  %s" % (names[debugger], mode, a, b, b / a, rss["cfi"],
                                                                       rss["sframe"], rss["sframe"] / rss["cfi"], same))
         if fa != fb and os.environ.get("FIRST_BT_VERBOSE"):
             print(text["cfi"][-2000:])

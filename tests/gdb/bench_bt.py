@@ -99,8 +99,8 @@ def main():
     for m in MODES:
         print("  %-10s bt: median %.3f s (min %.3f, max %.3f), %d frames" % (
             m, med[m], min(times[m]), max(times[m]), frames[m]))
-    print("  python / dwarf = %.2f (target <= 1.0)" % (med["python"] / med["dwarf"]))
-    print("  native / dwarf = %.2f (target <= 0.8)" % (med["native"] / med["dwarf"]))
+    print("  python / dwarf = %.2f (target <= 0.7)" % (med["python"] / med["dwarf"]))
+    print("  native / dwarf = %.2f (target <= 0.5)" % (med["native"] / med["dwarf"]))
     for path in ("python", "native"):
         print("  %s: callee-saved registers cost %.2f us per frame (%.2f with them, %.2f without, x dwarf)" % (
             path, 1e6 * (med[path] - med[path + "-off"]) / frames[path], med[path] / med["dwarf"],
