@@ -10,6 +10,7 @@
 #include "sfunwind/elf/elf_file.hpp"
 #include "support.hpp"
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -67,7 +68,7 @@ TEST_CASE("callee-saved: a push, a write, a call and the restoring pop", "[calle
     // Written: only the slot has it, across the call.
     CHECK(f->at(0x1004, rbx) == RegRule::at_cfa(-16));
     CHECK(f->at(0x1006, rbx) == RegRule::at_cfa(-16)); // inside the call (a return address - 1)
-    CHECK(f->at(0x1009, rbx) == RegRule::at_cfa(-16));
+    CHECK(f->at(0x1012, rbx) == RegRule::at_cfa(-16));
     // Popped from its own slot: the register has it again.
     CHECK(f->at(0x100a, rbx) == RegRule::same_value(RegRule::Source::Fre));
     CHECK(f->slot_at(0x100a, 0) == -16);
@@ -142,6 +143,53 @@ TEST_CASE("callee-saved: values along a backtrace, frame by frame", "[callee_sav
         frames, regs, no_r12, [&](const Frame&) { return &*f; }, memory);
     CHECK(partial[1].values[0] == 0xaaa);
     CHECK(partial[2].values[1] == std::nullopt);
+}
+
+TEST_CASE("callee-saved: recover() reads a frame's save slots in one request", "[callee_saved]") {
+    // push rbx; push r12; push r13; mov rbx, rdi; mov r12, rsi; mov r13, rdx;
+    // call (next); pop r13; pop r12; pop rbx; ret
+    const std::vector<std::uint8_t> code = {0x53, 0x41, 0x54, 0x41, 0x55, 0x48, 0x89, 0xfb, 0x49,
+                                            0x89, 0xf4, 0x49, 0x89, 0xd5, 0xe8, 0x00, 0x00, 0x00,
+                                            0x00, 0x41, 0x5d, 0x41, 0x5c, 0x5b, 0xc3};
+    auto f = FunctionRules::analyse(abi_amd64(), 0x1000, code,
+                                    rows_of({{0x1000, 0x1001, 8},
+                                             {0x1001, 0x1003, 16},
+                                             {0x1003, 0x1005, 24},
+                                             {0x1005, 0x1015, 32},
+                                             {0x1015, 0x1017, 24},
+                                             {0x1017, 0x1018, 16},
+                                             {0x1018, 0x1019, 8}}));
+    REQUIRE(f);
+    constexpr std::uint16_t r13 = 13;
+    REQUIRE(f->at(0x1012, rbx) == RegRule::at_cfa(-16));
+    REQUIRE(f->at(0x1012, r12) == RegRule::at_cfa(-24));
+    REQUIRE(f->at(0x1012, r13) == RegRule::at_cfa(-32));
+    test::FakeMemory memory(0x6000, 0x2000, ByteOrder::Little);
+    const std::uint64_t cfa = 0x7000;
+    memory.put64(cfa - 16, 0xb);
+    memory.put64(cfa - 24, 0xc);
+    memory.put64(cfa - 32, 0xd);
+    std::array<callee_saved::SavedRegister, FunctionRules::max_registers> out{};
+    auto value_of = [&](std::size_t n, std::uint16_t reg) -> std::optional<std::uint64_t> {
+        for (std::size_t i = 0; i < n; ++i)
+            if (out[i].reg == reg && out[i].kind == callee_saved::SavedRegister::Kind::Value)
+                return out[i].value;
+        return std::nullopt;
+    };
+    std::size_t n = callee_saved::recover(*f, 0x1012, cfa, memory, out);
+    CHECK(memory.reads() == 1);
+    CHECK(value_of(n, rbx) == 0xb);
+    CHECK(value_of(n, r12) == 0xc);
+    CHECK(value_of(n, r13) == 0xd);
+    // One unreadable slot: the whole range fails, each slot is read alone,
+    // and only that one is unknown.
+    memory.hole(cfa - 24, cfa - 16);
+    const std::size_t before = memory.reads();
+    n = callee_saved::recover(*f, 0x1012, cfa, memory, out);
+    CHECK(memory.reads() == before + 4);
+    CHECK(value_of(n, rbx) == 0xb);
+    CHECK(value_of(n, r12) == std::nullopt);
+    CHECK(value_of(n, r13) == 0xd);
 }
 
 TEST_CASE("callee-saved: recovered values against a reference's", "[callee_saved]") {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 namespace sfunwind::callee_saved {
 
@@ -70,21 +71,49 @@ std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::ui
     const std::size_t n = std::min({out.size(), regs.size(), FunctionRules::max_registers});
     std::array<RegRule, FunctionRules::max_registers> found{};
     rules.at(lookup_pc, std::span<RegRule>(found.data(), n));
+    // A slot's address, unless it wraps (then it is not read).
+    auto slot_of = [cfa](const RegRule& r) -> std::optional<std::uint64_t> {
+        const std::uint64_t slot = cfa + static_cast<std::uint64_t>(std::int64_t{r.offset});
+        const bool wraps = r.offset < 0 ? slot > cfa : slot < cfa;
+        if (wraps) return std::nullopt;
+        return slot;
+    };
+    // The slots lie together in the frame's register save area: one read
+    // of the range that holds them all costs a bridge one request (GDB's
+    // JIT reader: a target read each) instead of one per register.
+    std::uint64_t low = ~std::uint64_t{0}, high = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (found[i].kind != RegRule::Kind::AtCfa) continue;
+        if (const auto slot = slot_of(found[i]); slot && *slot <= ~std::uint64_t{0} - 8) {
+            low = std::min(low, *slot);
+            high = std::max(high, *slot + 8);
+        }
+    }
+    constexpr std::uint64_t max_span = 256;
+    std::array<std::uint8_t, max_span> area{};
+    const bool have_area = low < high && high - low <= max_span &&
+                           memory.read(low, std::span<std::uint8_t>(area.data(), high - low));
     for (std::size_t i = 0; i < n; ++i) {
         SavedRegister& s = out[i];
         s = SavedRegister{regs[i], SavedRegister::Kind::NotSaved, 0};
         if (found[i].kind == RegRule::Kind::SameValue) {
             s.kind = SavedRegister::Kind::SameValue;
         } else if (found[i].kind == RegRule::Kind::AtCfa) {
-            const std::uint64_t slot =
-                cfa + static_cast<std::uint64_t>(std::int64_t{found[i].offset});
-            // A slot whose address wraps is not read.
-            const bool wraps = found[i].offset < 0 ? slot > cfa : slot < cfa;
+            const auto slot = slot_of(found[i]);
+            if (!slot) continue;
             std::array<std::uint8_t, 8> bytes{};
+            bool read = false;
+            if (have_area && *slot >= low && *slot - low <= high - low - 8) {
+                std::copy_n(area.begin() + static_cast<std::ptrdiff_t>(*slot - low), 8,
+                            bytes.begin());
+                read = true;
+            } else {
+                // One slot unreadable need not hide the others.
+                read = memory.read(*slot, bytes);
+            }
             std::uint64_t value = 0;
             // In the target's byte order (s390x: big-endian).
-            if (!wraps && memory.read(slot, bytes) &&
-                ByteView(bytes, rules.byte_order()).load(0, value)) {
+            if (read && ByteView(bytes, rules.byte_order()).load(0, value)) {
                 s.kind = SavedRegister::Kind::Value;
                 s.value = value;
             }
