@@ -61,6 +61,11 @@ for want in /usr/bin/sfunwind /usr/lib/lldb/plugins/libsfunwind_lldb.so /etc/gdb
             /usr/include/sfunwind/ /usr/lib/cmake/sfunwind/sfunwindConfig.cmake; do
   if grep -qx -- "$want" "$work/deb.list"; then ok "package has $want"; else fail "package lacks $want"; fi
 done
+# The GDB package byte-compiled: GDB cannot write bytecode where it is installed.
+npyc=$(grep -c '/sfunwind_gdb/__pycache__/[a-z_]*\.cpython-[0-9]*\.pyc$' "$work/deb.list" || true)
+npy=$(grep -c '/sfunwind_gdb/[a-z_]*\.py$' "$work/deb.list" || true)
+if ((npy > 0 && npyc == npy)); then ok "package has the GDB package byte-compiled ($npyc .pyc for $npy .py)"
+else fail "GDB package: $npyc .pyc for $npy .py"; fi
 if grep -v '^/usr/\|^/etc/gdb/\|^/$\|^/etc/$' "$work/deb.list" | grep -q .; then
   fail "package files outside /usr and /etc/gdb: $(grep -v '^/usr/\|^/etc/' "$work/deb.list" | tr '\n' ' ')"
 fi

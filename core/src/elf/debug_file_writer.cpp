@@ -42,7 +42,9 @@ class StringTable {
   public:
     StringTable() { bytes_.push_back(0); }
     explicit StringTable(std::vector<std::uint8_t> initial) : bytes_(std::move(initial)) {
-        if (bytes_.empty()) bytes_.push_back(0);
+        // assign, not push_back: GCC 12 at -O3 warns (free-nonheap-object)
+        // about push_back's reallocation of the moved-from vector.
+        if (bytes_.empty()) bytes_.assign(1, 0);
     }
     std::uint32_t add(const std::string& s) {
         if (s.empty()) return 0;
