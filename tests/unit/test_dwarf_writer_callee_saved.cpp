@@ -245,3 +245,45 @@ TEST_CASE("write_debug_frame: callee-saved slots that are not a multiple of 8") 
         if (!changed) CHECK(frame->functions[i].rows == plain->functions[i].rows);
     }
 }
+
+TEST_CASE("write_debug_frame: the analysis run ahead on threads writes the same bytes") {
+    // SQLite (gas 2.47): 2,935 FDEs, so many batches.
+    const elf::ElfFile program =
+        test::open_elf((test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47").string());
+    auto section = program.sframe();
+    REQUIRE(section);
+    const auto one = cfi::write_debug_frame(*section, with_analysis(program, *section));
+    REQUIRE(one);
+    std::vector<callee_saved::FunctionRange> functions;
+    std::size_t changes = 0;
+    for (const auto& fn : one->functions) {
+        if (!fn.pc_mask) functions.push_back({fn.start, fn.size});
+        changes += fn.callee_saved_changes;
+    }
+    REQUIRE(changes > 1000);
+    REQUIRE(functions.size() > 2000);
+    const auto code = [&program](std::uint64_t vaddr, std::uint64_t size) {
+        return program.loaded_bytes(vaddr, size);
+    };
+    for (const unsigned threads : {1U, 2U, 3U}) {
+        INFO("threads " << threads);
+        cfi::DebugFrameOptions options;
+        options.callee_saved = callee_saved::debug_frame_rules(
+            section->abi(), code, rows_of(*section), functions, threads);
+        const auto many = cfi::write_debug_frame(*section, options);
+        REQUIRE(many);
+        CHECK(many->bytes == one->bytes);
+    }
+    // Asked out of the listed order, and for a function not listed: each
+    // answer is still the function's own.
+    auto ahead =
+        callee_saved::debug_frame_rules(section->abi(), code, rows_of(*section), functions, 2);
+    auto alone = callee_saved::debug_frame_rules(section->abi(), code, rows_of(*section));
+    for (const std::size_t i :
+         {std::size_t{1500}, std::size_t{3}, std::size_t{1501}, std::size_t{0}}) {
+        const auto& f = functions[i];
+        CHECK(ahead(f.start, f.size).size() == alone(f.start, f.size).size());
+    }
+    const auto& last = functions.back();
+    CHECK(ahead(last.start, last.size / 2).size() == alone(last.start, last.size / 2).size());
+}

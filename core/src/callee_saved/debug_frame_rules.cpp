@@ -2,6 +2,9 @@
 #include "sfunwind/callee_saved/debug_frame_rules.hpp"
 
 #include <algorithm>
+#include <memory>
+#include <thread>
+#include <unordered_map>
 #include <utility>
 
 namespace sfunwind::callee_saved {
@@ -24,15 +27,103 @@ std::vector<cfi::CalleeSavedChange> debug_frame_changes(const FunctionRules& rul
     return out;
 }
 
+namespace {
+
+std::vector<cfi::CalleeSavedChange> changes_of(const Abi& abi, const CodeAt& code,
+                                               const RowAt& rows, std::uint64_t start,
+                                               std::uint64_t size) {
+    if (!supported(abi)) return {};
+    const auto bytes = code(start, size);
+    if (!bytes) return {};
+    auto analysed = FunctionRules::analyse(abi, start, *bytes, rows);
+    if (!analysed) return {};
+    return debug_frame_changes(*analysed, start + size);
+}
+
+// The functions in the writer's order and the answers of the batch analysed
+// last.
+struct Ahead {
+    const Abi* abi = nullptr;
+    CodeAt code;
+    RowAt rows;
+    std::vector<FunctionRange> functions;
+    std::unordered_map<std::uint64_t, std::size_t> index; // by start: the first listed
+    unsigned threads = 1;
+    std::size_t batch_begin = 0;
+    std::vector<std::vector<cfi::CalleeSavedChange>> batch;
+
+    // Functions per thread in a batch: enough to keep the threads busy
+    // between batches, few enough that the answers waiting for the writer
+    // stay small (a few KB each).
+    static constexpr std::size_t per_thread = 64;
+
+    void analyse_batch(std::size_t begin) {
+        const std::size_t end =
+            std::min(functions.size(), begin + per_thread * std::size_t{threads});
+        batch.assign(end - begin, {});
+        batch_begin = begin;
+        auto work = [this, begin, end](std::size_t first) {
+            for (std::size_t i = begin + first; i < end; i += threads) {
+                // An analysis that cannot finish (out of memory) leaves the
+                // function without rules: unknown, never wrong.
+                try {
+                    batch[i - begin] =
+                        changes_of(*abi, code, rows, functions[i].start, functions[i].size);
+                } catch (...) {
+                    batch[i - begin].clear();
+                }
+            }
+        };
+        std::vector<std::thread> pool;
+        try {
+            for (unsigned t = 1; t < threads; ++t)
+                pool.emplace_back(work, t);
+        } catch (...) {
+            // No more threads: the ones started and this one do the rest.
+        }
+        work(0);
+        for (std::size_t t = 0; t < pool.size(); ++t)
+            pool[t].join();
+        // Indices no started thread took (thread creation failed).
+        for (std::size_t t = pool.size() + 1; t < threads; ++t)
+            for (std::size_t i = begin + t; i < end; i += threads)
+                batch[i - begin] =
+                    changes_of(*abi, code, rows, functions[i].start, functions[i].size);
+    }
+
+    std::vector<cfi::CalleeSavedChange> get(std::uint64_t start, std::uint64_t size) {
+        const auto it = index.find(start);
+        if (it == index.end() || functions[it->second].size != size)
+            return changes_of(*abi, code, rows, start, size);
+        const std::size_t i = it->second;
+        if (i < batch_begin || i - batch_begin >= batch.size()) analyse_batch(i);
+        return std::move(batch[i - batch_begin]);
+    }
+};
+
+} // namespace
+
 cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows) {
     return [&abi, code = std::move(code), rows = std::move(rows)](
                std::uint64_t start, std::uint64_t size) -> std::vector<cfi::CalleeSavedChange> {
-        if (!supported(abi)) return {};
-        const auto bytes = code(start, size);
-        if (!bytes) return {};
-        auto analysed = FunctionRules::analyse(abi, start, *bytes, rows);
-        if (!analysed) return {};
-        return debug_frame_changes(*analysed, start + size);
+        return changes_of(abi, code, rows, start, size);
+    };
+}
+
+cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows,
+                                        std::vector<FunctionRange> functions, unsigned threads) {
+    auto ahead = std::make_shared<Ahead>();
+    ahead->abi = &abi;
+    ahead->code = std::move(code);
+    ahead->rows = std::move(rows);
+    ahead->functions = std::move(functions);
+    ahead->index.reserve(ahead->functions.size());
+    for (std::size_t i = 0; i < ahead->functions.size(); ++i)
+        ahead->index.emplace(ahead->functions[i].start, i);
+    if (threads == 0) threads = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
+    ahead->threads = threads;
+    return [ahead](std::uint64_t start, std::uint64_t size) -> std::vector<cfi::CalleeSavedChange> {
+        return ahead->get(start, size);
     };
 }
 

@@ -10,6 +10,7 @@
 #include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/cfi/dwarf_writer.hpp"
 
+#include <cstdint>
 #include <vector>
 
 namespace sfunwind::callee_saved {
@@ -26,5 +27,19 @@ std::vector<cfi::CalleeSavedChange> debug_frame_changes(const FunctionRules& rul
 // a limit, an ABI other than x86-64) get no changes. `code` and `rows` as for
 // ModuleRules; they must outlive the writer's use of the result.
 cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows);
+
+// A function the writer will ask about (link-time start and size).
+struct FunctionRange {
+    std::uint64_t start = 0;
+    std::uint64_t size = 0;
+};
+
+// The same answers, analysed ahead on `threads` threads (0: one per core, at
+// most 8): `functions` lists the functions in the order the writer asks for
+// them (its FDE order); a batch of the next ones is analysed in parallel at
+// the first request for one of them. A request for a function not listed
+// is analysed on its own. `code` and `rows` are called from those threads.
+cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows,
+                                        std::vector<FunctionRange> functions, unsigned threads = 0);
 
 } // namespace sfunwind::callee_saved
