@@ -20,7 +20,7 @@ namespace sfunwind::lldb_plugin {
 namespace {
 
 // Bump when the generated files change meaning, so old caches are redone.
-constexpr int generator_version = 2;
+constexpr int generator_version = 3;
 
 std::string env(const char* name) {
     const char* v = std::getenv(name);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The cache of generated debug files: for each module with SFrame, a copy of
-// the module with a .debug_frame translated from its SFrame rows and a symbol
-// for every FDE (core: cfi::write_debug_frame, elf::write_debug_file), stored
+// The cache of generated debug files: for each module with SFrame, a
+// separate debug file for it with a .debug_frame translated from its SFrame
+// rows and a symbol for every FDE (core: cfi::write_debug_frame,
+// elf::write_debug_file, whose header says what the file holds), stored
 // under the module's build-id in the layout LLDB searches
 // (DIR/.build-id/xx/yyyyyyyy.debug, target.debug-file-search-paths).
 //
