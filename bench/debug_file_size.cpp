@@ -4,7 +4,11 @@
 // does by default) and the debug file written (elf::write_debug_file), each
 // timed, with the sizes per MB of the module and of its .sframe.
 //
-//   sfunwind_bench_debug_file [--rounds N] [--out DIR] MODULE...
+//   sfunwind_bench_debug_file [--rounds N] [--out DIR] [--no-callee-saved] MODULE...
+//
+// --no-callee-saved: without the callee-saved rules (`sframe callee-saved
+// off` in the plugin), whose analysis of every function's instructions is
+// most of the translation time.
 //
 // One line per module: module and .sframe sizes, .debug_frame and debug file
 // sizes, the best of N rounds (default 3) for the translation and for the
@@ -44,7 +48,7 @@ cfi::CalleeSavedRules rules_for(const elf::ModuleRows& m) {
         });
 }
 
-int measure(const std::string& path, int rounds, const std::string& out_dir) {
+int measure(const std::string& path, int rounds, const std::string& out_dir, bool callee_saved) {
     const elf::ModuleRows m = elf::open_module_rows(path);
     if (m.file == nullptr || m.sframe() == nullptr) {
         std::fprintf(stderr, "%s: no SFrame section: %s\n", path.c_str(), m.problem().c_str());
@@ -62,7 +66,8 @@ int measure(const std::string& path, int rounds, const std::string& out_dir) {
     for (int r = 0; r < rounds; ++r) {
         auto t0 = std::chrono::steady_clock::now();
         cfi::DebugFrameOptions options;
-        if (callee_saved::supported(m.sframe()->abi())) options.callee_saved = rules_for(m);
+        if (callee_saved && callee_saved::supported(m.sframe()->abi()))
+            options.callee_saved = rules_for(m);
         auto frame = cfi::write_debug_frame(*m.sframe(), options);
         if (!frame) {
             std::fprintf(stderr, "%s: %s\n", path.c_str(), frame.error().message().c_str());
@@ -101,10 +106,13 @@ int measure(const std::string& path, int rounds, const std::string& out_dir) {
 int main(int argc, char** argv) {
     int rounds = 3;
     std::string out_dir = std::filesystem::temp_directory_path().string();
+    bool callee_saved = true;
     std::vector<std::string> modules;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--rounds" && i + 1 < argc) {
+        if (a == "--no-callee-saved") {
+            callee_saved = false;
+        } else if (a == "--rounds" && i + 1 < argc) {
             rounds = std::max(1, std::atoi(argv[++i]));
         } else if (a == "--out" && i + 1 < argc) {
             out_dir = argv[++i];
@@ -113,11 +121,12 @@ int main(int argc, char** argv) {
         }
     }
     if (modules.empty()) {
-        std::fprintf(stderr, "usage: %s [--rounds N] [--out DIR] MODULE...\n", argv[0]);
+        std::fprintf(stderr, "usage: %s [--rounds N] [--out DIR] [--no-callee-saved] MODULE...\n",
+                     argv[0]);
         return 2;
     }
     int status = 0;
     for (const auto& m : modules)
-        status |= measure(m, rounds, out_dir);
+        status |= measure(m, rounds, out_dir, callee_saved);
     return status;
 }
