@@ -608,11 +608,17 @@ def check_split_debug(plain, s, res, work):
     s.cmd("settings append target.debug-file-search-paths " + sysdebug)
     shutil.rmtree(os.path.join(work, "cache-split"), ignore_errors=True)
     s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-split"))
-    # The ordinary flow: the plugin's file (a copy of the separate debug file
+    # The ordinary flow: the plugin's file (the separate debug file's DWARF
     # with the SFrame-derived .debug_frame) is made before LLDB looks, and
     # its directory comes first in the search paths.
     target = s.create_by_command(prog)
     try:
+        ours = os.path.join(work, "cache-split", ".build-id", build_id[:2], build_id[2:] + ".debug")
+        sections = subprocess.check_output(["readelf", "-SW", ours], text=True, stderr=subprocess.DEVNULL) \
+            if os.path.exists(ours) else ""
+        res.check("split -g: the plugin's file keeps the DWARF's bytes, not the code's",
+                  re.search(r"\.debug_info\s+PROGBITS", sections) is not None
+                  and re.search(r"\.text\s+NOBITS", sections) is not None, sections or ours)
         _, thread = stop_at_trap(s, target, [], by_command=True)
         frames = H.frames_of(thread)
         names = [n for (n, _, _, _) in frames]
