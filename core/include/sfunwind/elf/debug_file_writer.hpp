@@ -15,7 +15,10 @@
 // vendor marks the file eTypeDebugInfo, whose sections do not become the
 // module's section list; it moves only its debug sections (DWARF,
 // .debug_frame, .symtab) into the module's list, so code bytes and load
-// addresses stay the program's. ObjectFileELF::ParseSymbols maps each
+// addresses stay the program's (measured with `image dump sections`; not so
+// on LLDB 19 for a program that carries its own .debug_info, whose section
+// list becomes the debug file's, without load addresses: the plugin gives
+// LLDB 19 no file for such a program). ObjectFileELF::ParseSymbols maps each
 // symbol of the debug file onto the module's section of the same name,
 // which is why every section header is kept. Why the extra symbols: LLDB
 // consults .debug_frame only for a PC inside a symbol, and the debug file's
