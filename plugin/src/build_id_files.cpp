@@ -37,25 +37,31 @@ bool BuildIdFiles::matches(const std::string& path, const std::string& build_id)
 BuildIdFiles::Found BuildIdFiles::find(const std::string& build_id) {
     if (build_id.empty()) return {};
     const std::lock_guard lock(mutex_);
+    // The first candidate with SFrame; else the first with the build-id. A
+    // separate debug file of the module (LLDB maps the ones it reads) has
+    // the build-id but not the SFrame bytes.
+    Found first;
     const auto found = [&](const std::string& path) {
         const FileInfo* fi = info(path);
-        return Found{path, fi != nullptr && fi->sframe};
+        const Found f{path, fi != nullptr && fi->sframe};
+        if (first.path.empty()) first = f;
+        return f.sframe;
     };
     for (const auto& path : remembered_)
-        if (matches(path, build_id)) return found(path);
+        if (matches(path, build_id) && found(path)) return Found{path, true};
     std::vector<std::string> named;
     for (const auto& path : mapped_files("self")) {
         const FileInfo* fi = info(path);
         if (fi == nullptr) continue;
-        if (fi->build_id == build_id) return found(path);
+        if (fi->build_id == build_id && found(path)) return Found{path, true};
         if (fi->core) named.insert(named.end(), fi->named.begin(), fi->named.end());
     }
     for (const auto& path : named)
-        if (matches(path, build_id)) return found(path);
+        if (matches(path, build_id) && found(path)) return Found{path, true};
     for (const auto& pid : debugged_processes())
         for (const auto& path : mapped_files(pid))
-            if (matches(path, build_id)) return found(path);
-    return {};
+            if (matches(path, build_id) && found(path)) return Found{path, true};
+    return first;
 }
 
 void BuildIdFiles::remember(const std::string& path) {

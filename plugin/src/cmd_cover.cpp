@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `sframe cover`: generate the debug files of the selected target's modules
 // and make LLDB use them (coverage.hpp). Also what the plugin's stop hook runs.
+#include "cache_limit.hpp"
 #include "command.hpp"
 
 #include <array>
@@ -10,11 +11,12 @@
 namespace sfunwind::lldb_plugin {
 namespace {
 
-constexpr std::array<OptionSpec, 4> cover_options{{
+constexpr std::array<OptionSpec, 5> cover_options{{
     {'\0', "stop-hook", false},
     {'\0', "on", false},
     {'\0', "off", false},
     {'d', "cache-dir", true},
+    {'\0', "cache-limit", true},
 }};
 
 class CoverCommand final : public Command {
@@ -29,8 +31,27 @@ class CoverCommand final : public Command {
         if (args.has("on") && args.has("off")) {
             result.SetError(
                 "sframe cover: --on or --off, not both (usage: sframe cover [--on | --off] "
-                "[-d|--cache-dir DIR])");
+                "[-d|--cache-dir DIR] [--cache-limit SIZE])");
             return false;
+        }
+        if (const auto* text = args.get("cache-limit")) {
+            const auto bytes = parse_size(*text);
+            if (!bytes) {
+                result.SetError(("sframe cover --cache-limit: " + bytes.error().message()).c_str());
+                return false;
+            }
+            if (const auto* dir = args.get("cache-dir"))
+                session_.coverage.set_cache_dir(debugger, *dir);
+            const Eviction ev = session_.coverage.set_cache_limit(*bytes);
+            result.Printf("SFrame debug-file cache %s: limit %s, %llu bytes in use",
+                          session_.coverage.cache_dir().c_str(), format_size(*bytes).c_str(),
+                          static_cast<unsigned long long>(ev.bytes_after));
+            if (!ev.removed.empty())
+                result.Printf(" (%zu least recently used file(s) removed)", ev.removed.size());
+            result.Printf("\n");
+            for (const auto& e : ev.errors)
+                result.Printf("sframe: cannot remove %s\n", e.c_str());
+            return true;
         }
         if (args.has("off")) {
             session_.coverage.set_enabled(debugger, false);
@@ -40,6 +61,10 @@ class CoverCommand final : public Command {
             return true;
         }
         if (args.has("on")) session_.coverage.set_enabled(debugger, true);
+        if (!args.has("stop-hook")) {
+            if (const auto problem = session_.coverage.cache_limit_problem(); !problem.empty())
+                result.Printf("warning: sframe: %s\n", problem.c_str());
+        }
         if (const auto* dir = args.get("cache-dir"))
             session_.coverage.set_cache_dir(debugger, *dir);
         lldb::SBTarget target = debugger.GetSelectedTarget();
@@ -80,9 +105,10 @@ class CoverCommand final : public Command {
                 if (c.state != ModuleCoverage::State::NoSframe) ++with_sframe;
                 if (c.state == ModuleCoverage::State::InUse) ++in_use;
             }
-            result.Printf(
-                "%zu of %zu modules with SFrame unwind through generated DWARF CFI (cache %s)\n",
-                in_use, with_sframe, session_.coverage.cache_dir().c_str());
+            result.Printf("%zu of %zu modules with SFrame unwind through generated DWARF CFI "
+                          "(cache %s, limit %s)\n",
+                          in_use, with_sframe, session_.coverage.cache_dir().c_str(),
+                          format_size(session_.coverage.cache_limit()).c_str());
         }
         return true;
     }

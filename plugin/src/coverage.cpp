@@ -194,7 +194,7 @@ void Coverage::set_cache_dir(lldb::SBDebugger& debugger, const std::string& dir)
         // Holders of the old cache (the responder's thread) keep it alive.
         const std::lock_guard lock(mutex_);
         const bool callee_saved = cache_->callee_saved();
-        cache_ = std::make_shared<DebugFileCache>(dir);
+        cache_ = std::make_shared<DebugFileCache>(dir, cache_->limit());
         cache_->set_callee_saved(callee_saved);
         old = std::exchange(search_dirs_, {dir});
     }
@@ -210,6 +210,20 @@ bool Coverage::callee_saved() const {
 
 void Coverage::set_callee_saved(bool on) {
     cache()->set_callee_saved(on);
+}
+
+std::uint64_t Coverage::cache_limit() const {
+    return cache()->limit();
+}
+
+std::string Coverage::cache_limit_problem() const {
+    return cache()->limit_problem();
+}
+
+Eviction Coverage::set_cache_limit(std::uint64_t bytes) {
+    const auto files = cache();
+    files->set_limit(bytes);
+    return files->trim();
 }
 
 void Coverage::set_search_path(lldb::SBDebugger& debugger, const std::string& dir, bool present) {
@@ -589,6 +603,7 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
         const std::string key = m.path + '\n' + m.uuid;
         ModuleCoverage c = examine(debugger, m, true);
         if (c.cache.generated_now && c.state != ModuleCoverage::State::Failed) {
+            const std::uint64_t limit = cache_limit(); // before the lock: it takes it
             const std::lock_guard lock(mutex_);
             // Each generation once, whoever made the file (this call, or the
             // responder while LLDB loaded the module).
@@ -606,6 +621,10 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
                 if (c.cache.skipped_fdes != 0)
                     line += "; " + std::to_string(c.cache.skipped_fdes) +
                             " SFrame FDE(s) not translated, the first: " + c.cache.first_skipped;
+                if (c.cache.evicted != 0)
+                    line += "; " + std::to_string(c.cache.evicted) +
+                            " least recently used file(s) removed from the cache (limit " +
+                            format_size(limit) + ")";
                 lines.push_back(line);
             }
         }

@@ -106,6 +106,13 @@ class Coverage {
     bool callee_saved() const;
     void set_callee_saved(bool on);
 
+    // The cache's size limit (cache_limit.hpp; 0: none). Setting it applies
+    // it at once.
+    std::uint64_t cache_limit() const;
+    Eviction set_cache_limit(std::uint64_t bytes);
+    // Why the environment's limit was not used (empty: it was, or unset).
+    std::string cache_limit_problem() const;
+
     // At plugin load: the search path, the responder and its URL in LLDB's
     // debuginfod settings, the stop hook (dummy target and every existing
     // target), and install() for the existing targets.

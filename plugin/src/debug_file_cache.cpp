@@ -20,7 +20,7 @@ namespace sfunwind::lldb_plugin {
 namespace {
 
 // Bump when the generated files change meaning, so old caches are redone.
-constexpr int generator_version = 2;
+constexpr int generator_version = 3;
 
 std::string env(const char* name) {
     const char* v = std::getenv(name);
@@ -100,6 +100,23 @@ std::string build_id_hex(const std::vector<std::uint8_t>& id) {
     return s;
 }
 
+DebugFileCache::DebugFileCache(std::string dir, std::optional<std::uint64_t> limit)
+    : dir_(std::move(dir)) {
+    if (limit) {
+        limit_ = *limit;
+    } else if (auto from_env = cache_limit_from_environment()) {
+        limit_ = *from_env;
+    } else {
+        limit_problem_ =
+            from_env.error().message() + "; the limit is " + format_size(default_cache_limit);
+    }
+}
+
+Eviction DebugFileCache::trim() {
+    const std::lock_guard lock(mutex_);
+    return evict_to_limit(dir_, limit_, in_use_);
+}
+
 std::string DebugFileCache::path_for(const std::string& id) const {
     if (id.size() < 3) return dir_ + "/.build-id/" + id + ".debug";
     return dir_ + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
@@ -126,6 +143,11 @@ Expected<CacheEntry> DebugFileCache::ensure(const elf::ModuleRows& file, const s
     std::error_code ec;
     if (std::filesystem::exists(entry.path, ec) && read_small_file(stamp_path) == stamp) {
         entry.debug_frame_bytes = 0; // not re-read: the file is LLDB's now
+        // Its last use, for the limit (cache_limit.hpp): the stamp's time,
+        // never the debug file's, which LLDB may compare.
+        std::filesystem::last_write_time(stamp_path, std::filesystem::file_time_type::clock::now(),
+                                         ec);
+        in_use_.insert(entry.path);
         return entry;
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -180,6 +202,8 @@ Expected<CacheEntry> DebugFileCache::ensure(const elf::ModuleRows& file, const s
         std::filesystem::rename(stamp_tmp, stamp_path, ec);
     }
     const auto t1 = std::chrono::steady_clock::now();
+    in_use_.insert(entry.path);
+    entry.evicted = evict_to_limit(dir_, limit_, in_use_).removed.size();
     entry.generated_now = true;
     entry.milliseconds = std::chrono::duration<double, std::milli>(t1 - t0).count();
     entry.debug_frame_bytes = frame->bytes.size();

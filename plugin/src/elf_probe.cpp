@@ -52,13 +52,19 @@ Expected<std::string> read_build_id(const std::string& path) {
 bool has_sframe(const std::string& path) {
     ElfHandle h;
     if (!open_elf(path, h)) return false;
-    if (find_section(h.elf, ".sframe", elf::sht_gnu_sframe) != nullptr) return true;
+    // A separate debug file (the plugin's own among them) names the
+    // program's .sframe and PT_GNU_SFRAME without their bytes (SHT_NOBITS,
+    // p_filesz 0): that is not SFrame.
+    if (Elf_Scn* scn = find_section(h.elf, ".sframe", elf::sht_gnu_sframe)) {
+        GElf_Shdr shdr;
+        if (gelf_getshdr(scn, &shdr) != nullptr && shdr.sh_type != SHT_NOBITS) return true;
+    }
     std::size_t phnum = 0;
     if (elf_getphdrnum(h.elf, &phnum) != 0) return false;
     for (std::size_t i = 0; i < phnum; ++i) {
         GElf_Phdr phdr;
         if (gelf_getphdr(h.elf, static_cast<int>(i), &phdr) != nullptr &&
-            phdr.p_type == elf::pt_gnu_sframe)
+            phdr.p_type == elf::pt_gnu_sframe && phdr.p_filesz != 0)
             return true;
     }
     return false;

@@ -106,12 +106,17 @@ void register_commands(lldb::SBDebugger& debugger, Session& s) {
         "it; how LLDB's own unwinder is covered (the debug file, and how LLDB found it).");
     add(sframe, "cover", make_cover_command(s), 0,
         "Give LLDB the SFrame-derived debug files (--off: stop).",
-        "sframe cover [--on | --off] [-d|--cache-dir DIR]",
+        "sframe cover [--on | --off] [-d|--cache-dir DIR] [--cache-limit SIZE]\n"
+        "  SIZE: bytes, or with a suffix K, M, G, T (powers of 1024); 0 for no limit",
         "Generates the SFrame-derived debug files of the selected target's modules (cached\n"
         "by build-id) and makes LLDB load the ones it did not get when it loaded the module\n"
         "(a module with a separate debug file of its own, or LLDB's debuginfod client off).\n"
         "Runs by itself from a stop hook. --off stops giving LLDB the files for modules it\n"
-        "loads later (in ~/.lldbinit: for every session of this user); --on resumes.");
+        "loads later (in ~/.lldbinit: for every session of this user); --on resumes.\n"
+        "The cache is bounded: after each file it writes, the least recently used files go\n"
+        "until it fits its limit (default 1G, else $SFUNWIND_LLDB_CACHE_LIMIT;\n"
+        "--cache-limit SIZE sets it and applies it at once). Files this LLDB process uses\n"
+        "are kept even beyond the limit.");
     add(sframe, "provider", make_provider_command(s), 1, "Frame-provider mode (LLDB 22 or newer).",
         "sframe provider [on | off | status]",
         "'on' registers a scripted frame provider for the selected target whose caller\n"

@@ -608,11 +608,17 @@ def check_split_debug(plain, s, res, work):
     s.cmd("settings append target.debug-file-search-paths " + sysdebug)
     shutil.rmtree(os.path.join(work, "cache-split"), ignore_errors=True)
     s.cmd("sframe cover --cache-dir " + os.path.join(work, "cache-split"))
-    # The ordinary flow: the plugin's file (a copy of the separate debug file
+    # The ordinary flow: the plugin's file (the separate debug file's DWARF
     # with the SFrame-derived .debug_frame) is made before LLDB looks, and
     # its directory comes first in the search paths.
     target = s.create_by_command(prog)
     try:
+        ours = os.path.join(work, "cache-split", ".build-id", build_id[:2], build_id[2:] + ".debug")
+        sections = subprocess.check_output(["readelf", "-SW", ours], text=True, stderr=subprocess.DEVNULL) \
+            if os.path.exists(ours) else ""
+        res.check("split -g: the plugin's file keeps the DWARF's bytes, not the code's",
+                  re.search(r"\.debug_info\s+PROGBITS", sections) is not None
+                  and re.search(r"\.text\s+NOBITS", sections) is not None, sections or ours)
         _, thread = stop_at_trap(s, target, [], by_command=True)
         frames = H.frames_of(thread)
         names = [n for (n, _, _, _) in frames]
@@ -635,6 +641,51 @@ def check_split_debug(plain, s, res, work):
         res.check("split -g: LLDB got the plugin's file (made from the separate debug file) as it loaded the program",
                   mod["coverage"] == "in-use" and H.loaded_with_module(mod), repr(mod))
     finally:
+        s.delete(target)
+
+
+def check_cache_limit(s, res, work):
+    """The cache's size limit: the least recently used files go first, never
+    a file this LLDB uses; and the plugin's file is a separate debug file,
+    not a copy of the program (code SHT_NOBITS, far smaller)."""
+    prog = H.fixture("gas-2.40", "recurse-O2-nofp-noeh")
+    cache = os.path.join(work, "cache-limit")
+    shutil.rmtree(cache, ignore_errors=True)
+    s.cmd("sframe cover --cache-dir " + cache)
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.check_output(["readelf", "-n", prog], text=True)).group(1)
+    ours = os.path.join(cache, ".build-id", build_id[:2], build_id[2:] + ".debug")
+    target = s.create_by_command(prog)
+    try:
+        res.check("cache limit: the program's debug file is there", os.path.exists(ours), ours)
+        sections = subprocess.check_output(["readelf", "-SW", ours], text=True, stderr=subprocess.DEVNULL)
+        res.check("cache limit: the debug file's .text is SHT_NOBITS",
+                  re.search(r"\.text\s+NOBITS", sections) is not None, sections)
+        res.check("cache limit: the debug file is under half the program's size",
+                  os.path.getsize(ours) * 2 < os.path.getsize(prog),
+                  "%d vs %d" % (os.path.getsize(ours), os.path.getsize(prog)))
+        # Two files of another build-id, used two hours and one hour ago.
+        old = []
+        for i, age in ((0, 7200), (1, 3600)):
+            path = os.path.join(cache, ".build-id", "ff", "%038x.debug" % i)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(b"\0" * 100000)
+            t = time.time() - age
+            os.utime(path, (t, t))
+            old.append(path)
+        ok, out, err = s.cmd("sframe cover --cache-limit 150000")
+        res.check("cache limit: the oldest file goes, the next one fits and stays",
+                  ok and not os.path.exists(old[0]) and os.path.exists(old[1]) and os.path.exists(ours),
+                  out + err)
+        ok, out, err = s.cmd("sframe cover --cache-limit 1")
+        res.check("cache limit: at 1 byte, every file but the one in use goes",
+                  ok and not os.path.exists(old[1]) and os.path.exists(ours) and "limit 1 bytes" in out,
+                  out + err)
+        ok, out, err = s.cmd("sframe cover --cache-limit 12Q")
+        res.check("cache limit: a malformed size is refused and named",
+                  not ok and "'12Q' is not a size" in err, out + err)
+    finally:
+        s.cmd("sframe cover --cache-limit 1G")
         s.delete(target)
 
 
@@ -748,6 +799,8 @@ def run(args, work, res):
         check_split_debug(plain, s, res, work)
     if not args.only or "own" in args.only:
         check_own_dwarf(plain, s, res, work)
+    if not args.only or "limit" in args.only:
+        check_cache_limit(s, res, work)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// elf::write_debug_file: the copy keeps every section of the program where it
-// was, adds .debug_frame, and names every function it is given that has no
-// symbol yet (a local STT_FUNC in the section holding it), next to the
-// program's own .symtab and .dynsym entries.
+// elf::write_debug_file: a separate debug file, shaped as objcopy
+// --only-keep-debug makes one: every section of the program with its name,
+// address and size, the allocated ones SHT_NOBITS but the notes, the program
+// headers with no bytes but those of the notes; plus .debug_frame, and a
+// symbol for every function it is given that has none yet (a local STT_FUNC
+// in the section holding it), next to the program's .symtab and .dynsym.
 #include "catch.hpp"
 #include "open_elf.hpp"
 #include "sfunwind/cfi/dwarf_writer.hpp"
@@ -11,6 +13,8 @@
 #include "support.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <gelf.h>
 #include <unistd.h>
 
@@ -26,7 +30,20 @@ std::string temp_path(const std::string& name) {
 
 } // namespace
 
-TEST_CASE("write_debug_file: a copy with .debug_frame and the missing function symbols") {
+namespace {
+
+std::vector<char> file_bytes(const std::string& path, std::uint64_t offset, std::uint64_t size) {
+    std::ifstream in(path, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(offset));
+    std::vector<char> out(size);
+    in.read(out.data(), static_cast<std::streamsize>(size));
+    out.resize(static_cast<std::size_t>(in.gcount()));
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("write_debug_file: a separate debug file with .debug_frame and the missing symbols") {
     const auto fixture =
         (test::source_dir() / "tests/fixtures/bin/gas-2.40/plt-O2-nofp-noeh/plt").string();
     const elf::ElfFile program = test::open_elf(fixture);
@@ -55,23 +72,70 @@ TEST_CASE("write_debug_file: a copy with .debug_frame and the missing function s
     } remove_out{out};
     const elf::ElfFile copy = test::open_elf(out);
     CHECK(copy.build_id() == program.build_id());
-    CHECK(copy.program_headers().size() == program.program_headers().size());
-    // Every allocated section is where it was, with the same bytes.
-    std::size_t compared = 0;
+    // The code and data are not in the file: it is the size of what it adds.
+    const auto program_size = std::filesystem::file_size(fixture);
+    const auto copy_size = std::filesystem::file_size(out);
+    CHECK(report->file_size == copy_size);
+    CHECK(program_size == 16320);
+    CHECK(copy_size < program_size / 2);
+    // Every section of the program is there with its name, address, size and
+    // flags; the allocated ones have no bytes but the notes, which are equal.
+    std::size_t nobits = 0;
+    std::size_t notes = 0;
     for (const auto& s : program.sections()) {
-        if ((s.flags & SHF_ALLOC) == 0 || !s.in_file || s.size == 0) continue;
+        if (s.name == ".symtab" || s.name == ".strtab" || s.name == ".shstrtab") continue;
+        INFO(s.name);
         const auto* c = copy.section(s.name);
         REQUIRE(c != nullptr);
-        CHECK(c->offset == s.offset);
+        CHECK(c->index == s.index);
         CHECK(c->vaddr == s.vaddr);
-        const auto a = program.section_bytes(s.name);
-        const auto b = copy.section_bytes(s.name);
-        REQUIRE(a);
-        REQUIRE(b);
-        CHECK(std::equal(a->begin(), a->end(), b->begin(), b->end()));
-        ++compared;
+        CHECK(c->size == s.size);
+        CHECK(c->flags == s.flags);
+        if ((s.flags & SHF_ALLOC) == 0) continue;
+        if (s.type == SHT_NOTE) {
+            CHECK(c->type == SHT_NOTE);
+            const auto a = program.section_bytes(s.name);
+            const auto b = copy.section_bytes(s.name);
+            REQUIRE(a);
+            REQUIRE(b);
+            CHECK(std::equal(a->begin(), a->end(), b->begin(), b->end()));
+            ++notes;
+        } else {
+            CHECK(c->type == SHT_NOBITS);
+            CHECK_FALSE(c->in_file);
+            ++nobits;
+        }
     }
-    CHECK(compared > 15);
+    CHECK(notes == 3);   // .note.gnu.property, .note.gnu.build-id, .note.ABI-tag
+    CHECK(nobits == 23); // .interp ... .bss, .text and .sframe among them
+    REQUIRE(copy.section(".text") != nullptr);
+    CHECK(copy.section(".text")->type == SHT_NOBITS);
+    // The program headers describe the same memory image; only the notes'
+    // segments and the program header table keep bytes, and they point at
+    // the same bytes as in the program.
+    const auto& ph = program.program_headers();
+    const auto& cph = copy.program_headers();
+    REQUIRE(cph.size() == ph.size());
+    std::size_t with_bytes = 0;
+    for (std::size_t i = 0; i < ph.size(); ++i) {
+        INFO("program header " << i);
+        CHECK(cph[i].type == ph[i].type);
+        CHECK(cph[i].vaddr == ph[i].vaddr);
+        CHECK(cph[i].memsz == ph[i].memsz);
+        CHECK(cph[i].flags == ph[i].flags);
+        if (cph[i].filesz == 0) {
+            CHECK(ph[i].type != PT_NOTE);
+            continue;
+        }
+        ++with_bytes;
+        CHECK(cph[i].filesz == ph[i].filesz);
+        CHECK((ph[i].type == PT_NOTE || ph[i].type == PT_PHDR || ph[i].type == PT_GNU_PROPERTY));
+        if (ph[i].type == PT_PHDR) continue; // the table itself: compared above
+        CHECK(file_bytes(out, cph[i].offset, cph[i].filesz) ==
+              file_bytes(fixture, ph[i].offset, ph[i].filesz));
+    }
+    CHECK(with_bytes == 4); // PT_PHDR, two PT_NOTE, PT_GNU_PROPERTY
+    std::remove(out.c_str());
     const auto df = copy.section_bytes(".debug_frame");
     REQUIRE(df);
     CHECK(std::equal(df->begin(), df->end(), frame->bytes.begin(), frame->bytes.end()));

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The copy is laid out by hand (ELF_F_LAYOUT): every section of the program
-// keeps its offset, so the program headers stay true, and the new contents
-// (.debug_frame, .symtab, .strtab, .shstrtab) go after the last byte the
-// program used, followed by the section header table.
+// The file is laid out by hand (ELF_F_LAYOUT): the ELF header, the program
+// headers, the sections whose bytes are kept (in their original order, each
+// at an offset congruent to its original one modulo max(16, sh_addralign), so
+// that notes packed together in the base stay packed together and a segment
+// over them can be moved as one), then the new contents (.debug_frame,
+// .symtab, .strtab, .shstrtab) and the section header table.
 #include "sfunwind/elf/debug_file_writer.hpp"
 
 #include <algorithm>
@@ -41,11 +43,11 @@ struct SymbolEntry {
 class StringTable {
   public:
     StringTable() { bytes_.push_back(0); }
-    explicit StringTable(std::vector<std::uint8_t> initial) : bytes_(std::move(initial)) {
-        // assign, not push_back: GCC 12 at -O3 warns (free-nonheap-object)
-        // about push_back's reallocation of the moved-from vector.
-        if (bytes_.empty()) bytes_.assign(1, 0);
-    }
+    // A table to extend: `initial` (the base's .shstrtab), which starts with
+    // the empty name's NUL unless it is empty.
+    explicit StringTable(std::span<const std::uint8_t> initial)
+        : bytes_(initial.empty() ? std::vector<std::uint8_t>(1, 0)
+                                 : std::vector<std::uint8_t>(initial.begin(), initial.end())) {}
     std::uint32_t add(const std::string& s) {
         if (s.empty()) return 0;
         if (auto it = index_.find(s); it != index_.end()) return it->second;
@@ -151,7 +153,6 @@ struct Source {
     std::size_t phnum = 0;
     std::vector<SourceSection> sections;
     std::optional<std::size_t> symtab, dynsym, debug_frame;
-    std::uint64_t end_of_used = 0;
 };
 
 Status read_headers(const ElfFile& base, Source& s, const Failure& fail) {
@@ -169,8 +170,6 @@ Status read_headers(const ElfFile& base, Source& s, const Failure& fail) {
 
 Status read_sections(Source& src, const Failure& fail) {
     src.sections.resize(1);
-    src.end_of_used = src.ehdr.e_phoff + src.phnum * src.ehdr.e_phentsize;
-    src.end_of_used = std::max<std::uint64_t>(src.end_of_used, src.ehdr.e_ehsize);
     for (Elf_Scn* scn = elf_nextscn(src.elf, nullptr); scn != nullptr;
          scn = elf_nextscn(src.elf, scn)) {
         SourceSection s;
@@ -184,7 +183,6 @@ Status read_sections(Source& src, const Failure& fail) {
                 return fail(Errc::Truncated,
                             "section " + s.name + " runs past the end of the file");
             s.raw = {static_cast<const std::uint8_t*>(raw->d_buf), raw->d_size};
-            src.end_of_used = std::max(src.end_of_used, s.shdr.sh_offset + s.shdr.sh_size);
         }
         const std::size_t index = elf_ndxscn(scn);
         if (index != src.sections.size())
@@ -338,12 +336,43 @@ NewSymbols build_symbols(const Source& src, const DebugFileContents& contents,
 // Where the new contents go: their section indices (the program's own,
 // replaced in place so that sh_link references stay valid, or appended),
 // their names in .shstrtab and their file offsets.
+// A run of the base's bytes the new file keeps: where it was and where it is.
+struct MovedRange {
+    std::uint64_t from = 0, to = 0, size = 0;
+};
+
 struct Layout {
     std::size_t symtab_index = 0, strtab_index = 0, frame_index = 0, total = 0;
     std::uint32_t symtab_name = 0, strtab_name = 0, frame_name = 0;
     StringTable shstrtab;
+    std::uint64_t phoff = 0;
     std::uint64_t frame_off = 0, symtab_off = 0, strtab_off = 0, shstrtab_off = 0, shoff = 0;
+    // Per base section (0 unused): its offset in the new file, and whether
+    // it keeps its bytes (else it becomes SHT_NOBITS).
+    std::vector<std::uint64_t> offsets;
+    std::vector<bool> kept;
+    std::vector<MovedRange> moved;   // the headers and the kept sections
+    std::vector<MovedRange> dropped; // base bytes not in the new file (`to` unused)
 };
+
+// Whether the debug file keeps the bytes of a base section. A debugger reads
+// a module's code and data from the module, and from a separate debug file
+// only its non-allocated sections (DWARF, .symtab, .comment) and its notes
+// (the build-id that matches it to the module): the allocated sections are
+// SHT_NOBITS, as `objcopy --only-keep-debug` makes them (binutils objcopy.c,
+// setup_section: SEC_HAS_CONTENTS cleared for SEC_ALLOC sections but
+// SHT_NOTE), keeping their names, addresses and sizes, which LLDB uses to
+// map the debug file's symbols onto the module's sections by name
+// (ObjectFileELF::ParseSymbols). Relocations against an allocated section
+// (--emit-relocs) go with it.
+bool keeps_bytes(const std::vector<SourceSection>& sections, const GElf_Shdr& h) {
+    if (h.sh_type == SHT_NOBITS) return false;
+    if ((h.sh_flags & SHF_ALLOC) != 0) return h.sh_type == SHT_NOTE;
+    if ((h.sh_type == SHT_REL || h.sh_type == SHT_RELA) && h.sh_info != 0 &&
+        h.sh_info < sections.size())
+        return (sections[h.sh_info].shdr.sh_flags & SHF_ALLOC) == 0;
+    return true;
+}
 
 void assign_indices(const Source& src, Layout& l) {
     std::size_t next_index = src.sections.size();
@@ -356,12 +385,52 @@ void assign_indices(const Source& src, Layout& l) {
     l.total = next_index;
 }
 
+// The headers, then the base sections in the order of their offsets: the
+// kept ones at an offset congruent to their original one (modulo
+// max(16, sh_addralign): aligned as before, and sections packed together
+// before stay packed the same way), the others given the offset they would
+// have, with no bytes. Returns the end of the bytes placed.
+std::uint64_t place_base_sections(const Source& src, Layout& l) {
+    const std::uint64_t phsize = std::uint64_t{src.phnum} * src.ehdr.e_phentsize;
+    l.moved.push_back({0, 0, src.ehdr.e_ehsize});
+    l.phoff = src.phnum != 0 ? align_up(src.ehdr.e_ehsize, 8) : 0;
+    if (src.phnum != 0) l.moved.push_back({src.ehdr.e_phoff, l.phoff, phsize});
+    std::uint64_t tail = std::max<std::uint64_t>(src.ehdr.e_ehsize, l.phoff + phsize);
+
+    const std::size_t n = src.sections.size();
+    l.offsets.assign(n, 0);
+    l.kept.assign(n, false);
+    std::vector<std::size_t> order;
+    for (std::size_t i = 1; i < n; ++i)
+        if (i != l.symtab_index && i != l.strtab_index && i != l.frame_index && i != src.shstrndx)
+            order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return src.sections[a].shdr.sh_offset < src.sections[b].shdr.sh_offset;
+    });
+    for (const std::size_t i : order) {
+        const GElf_Shdr& h = src.sections[i].shdr;
+        const bool has_bytes = h.sh_type != SHT_NOBITS && h.sh_size != 0;
+        if (!has_bytes || !keeps_bytes(src.sections, h)) {
+            l.offsets[i] = tail;
+            if (has_bytes) l.dropped.push_back({h.sh_offset, 0, h.sh_size});
+            continue;
+        }
+        const std::uint64_t m = std::max<std::uint64_t>(16, h.sh_addralign);
+        const std::uint64_t at = tail + (h.sh_offset % m + m - tail % m) % m;
+        l.offsets[i] = at;
+        l.kept[i] = true;
+        l.moved.push_back({h.sh_offset, at, h.sh_size});
+        tail = at + h.sh_size;
+    }
+    return tail;
+}
+
 Layout plan_layout(const Source& src, const DebugFileContents& contents,
                    const NewSymbols& symbols) {
     Layout l;
     assign_indices(src, l);
     const auto& shstr = src.sections[src.shstrndx].raw;
-    l.shstrtab = StringTable(std::vector<std::uint8_t>(shstr.begin(), shstr.end()));
+    l.shstrtab = StringTable(shstr);
     auto name_offset = [&](std::size_t index, const char* name) -> std::uint32_t {
         return index < src.sections.size()
                    ? static_cast<std::uint32_t>(src.sections[index].shdr.sh_name)
@@ -371,8 +440,9 @@ Layout plan_layout(const Source& src, const DebugFileContents& contents,
     l.strtab_name = name_offset(l.strtab_index, ".strtab");
     l.frame_name = name_offset(l.frame_index, ".debug_frame");
 
-    std::uint64_t tail = align_up(src.end_of_used, 8);
-    l.frame_off = tail;
+    std::uint64_t tail = place_base_sections(src, l);
+    l.frame_off = align_up(tail, 8);
+    tail = l.frame_off;
     tail = align_up(tail + contents.debug_frame.size(), 8);
     l.symtab_off = tail;
     tail += symbols.bytes.size();
@@ -402,9 +472,16 @@ output_section(std::size_t i, const Source& src, const DebugFileContents& conten
                const NewSymbols& symbols, const Layout& l) {
     GElf_Shdr h{};
     std::span<const std::uint8_t> bytes;
-    if (i < src.sections.size()) {
+    const bool replaced =
+        i == l.symtab_index || i == l.strtab_index || i == l.frame_index || i == src.shstrndx;
+    if (i < src.sections.size() && !replaced) {
         h = src.sections[i].shdr;
-        bytes = src.sections[i].raw;
+        h.sh_offset = l.offsets[i];
+        if (l.kept[i]) {
+            bytes = src.sections[i].raw;
+        } else if (h.sh_size != 0) {
+            h.sh_type = SHT_NOBITS;
+        }
     }
     if (i == l.symtab_index) {
         h = new_section_header(l.symtab_name, SHT_SYMTAB, l.symtab_off, symbols.bytes.size(), 8);
@@ -421,6 +498,7 @@ output_section(std::size_t i, const Source& src, const DebugFileContents& conten
                                8);
         bytes = contents.debug_frame;
     } else if (i == src.shstrndx) {
+        h = src.sections[i].shdr;
         h.sh_offset = l.shstrtab_off;
         h.sh_size = l.shstrtab.bytes().size();
         bytes = l.shstrtab.bytes();
@@ -446,14 +524,47 @@ Status add_section(::Elf* dst, const GElf_Shdr& shdr, std::span<const std::uint8
     return ok();
 }
 
-Status copy_program_headers(const Source& src, ::Elf* dst, const Failure& fail) {
+// Where the bytes a segment covered are in the new file: its new offset when
+// they are all there, moved by one distance (the program headers, a run of
+// notes), else nothing.
+std::optional<std::uint64_t> moved_segment(const Layout& l, std::uint64_t offset,
+                                           std::uint64_t size) {
+    const auto overlaps = [&](const MovedRange& r) {
+        return r.from < offset + size && offset < r.from + r.size;
+    };
+    if (std::any_of(l.dropped.begin(), l.dropped.end(), overlaps)) return std::nullopt;
+    std::optional<std::uint64_t> delta; // to - from, modulo 2^64
+    std::uint64_t covered = 0;
+    for (const MovedRange& r : l.moved) {
+        if (!overlaps(r)) continue;
+        if (delta && *delta != r.to - r.from) return std::nullopt;
+        delta = r.to - r.from;
+        covered += std::min(offset + size, r.from + r.size) - std::max(offset, r.from);
+    }
+    if (!delta || covered == 0) return std::nullopt;
+    return offset + *delta;
+}
+
+// The program headers as `objcopy --only-keep-debug` keeps them: every
+// segment's addresses, sizes in memory, flags and alignment as they were, so
+// the file still describes the module's memory image; a segment whose bytes
+// the file keeps (PT_PHDR, PT_NOTE) points at them, the others keep their
+// offset and have no bytes in the file (p_filesz 0: gABI, "Program Header").
+Status copy_program_headers(const Source& src, const Layout& l, ::Elf* dst, const Failure& fail) {
     if (src.phnum == 0) return ok();
     if (gelf_newphdr(dst, src.phnum) == nullptr) return fail.libelf("gelf_newphdr");
     for (std::size_t i = 0; i < src.phnum; ++i) {
         GElf_Phdr ph;
-        if (gelf_getphdr(src.elf, static_cast<int>(i), &ph) == nullptr ||
-            gelf_update_phdr(dst, static_cast<int>(i), &ph) == 0)
-            return fail.libelf("copying a program header");
+        if (gelf_getphdr(src.elf, static_cast<int>(i), &ph) == nullptr)
+            return fail.libelf("reading a program header");
+        if (ph.p_filesz != 0) {
+            if (const auto at = moved_segment(l, ph.p_offset, ph.p_filesz))
+                ph.p_offset = *at;
+            else
+                ph.p_filesz = 0;
+        }
+        if (gelf_update_phdr(dst, static_cast<int>(i), &ph) == 0)
+            return fail.libelf("writing a program header");
     }
     return ok();
 }
@@ -472,13 +583,14 @@ Status write_image(int fd, const Source& src, const DebugFileContents& contents,
 
     if (gelf_newehdr(dst, ELFCLASS64) == nullptr) return fail.libelf("gelf_newehdr");
     elf_flagelf(dst, ELF_C_SET, ELF_F_LAYOUT);
-    if (auto st = copy_program_headers(src, dst, fail); !st) return st;
+    if (auto st = copy_program_headers(src, l, dst, fail); !st) return st;
     for (std::size_t i = 1; i < l.total; ++i) {
         const auto [h, bytes] = output_section(i, src, contents, symbols, l);
         if (auto st = add_section(dst, h, bytes, fail); !st) return st;
     }
 
     GElf_Ehdr out = src.ehdr;
+    out.e_phoff = l.phoff;
     out.e_shoff = l.shoff;
     out.e_shnum = 0; // libelf counts the sections
     if (gelf_update_ehdr(dst, &out) == 0) return fail.libelf("gelf_update_ehdr");

@@ -1,19 +1,32 @@
 // SPDX-License-Identifier: MIT
-// Writing a separate debug file for a program (written with libelf): a copy of
-// a base file (the program itself, or its existing separate debug file, so
-// that its DWARF stays), every section and segment at its original file
-// offset, with a .debug_frame section added (or replaced) and a .symtab that
-// names every function a debugger must unwind through.
+// Writing a separate debug file for a program (written with libelf), in the
+// shape `objcopy --only-keep-debug` gives one, from a base file (the program
+// itself, or its existing separate debug file, so that its DWARF stays):
+// every section header of the base with its name, address, size and flags,
+// and its program headers; the bytes of its notes (the build-id) and of its
+// non-allocated sections (.debug_*, .comment); no bytes for its allocated
+// sections (SHT_NOBITS: code and data are read from the program). Added: a
+// .debug_frame section (or the base's replaced) and a .symtab that names
+// every function a debugger must unwind through. The file costs its
+// .debug_frame, its symbols and the base's DWARF, not the program's size.
 //
-// Why a whole copy and not an --only-keep-debug style file: LLDB 19 replaces a
-// non-stripped program's section list with the debug file's, and breakpoints by
-// name and variables then break unless the debug file has the program's
-// sections too. Why the extra symbols: LLDB consults .debug_frame only for a
-// PC inside a symbol, and a debug file's .symtab hides the program's .dynsym,
-// so the new .symtab holds the program's .symtab entries, its defined .dynsym
-// entries, and one function symbol per added function.
+// Why this is enough for LLDB (19 and 23, lldb/source/Plugins/SymbolVendor/
+// ELF/SymbolVendorELF.cpp and ObjectFile/ELF/ObjectFileELF.cpp): the symbol
+// vendor marks the file eTypeDebugInfo, whose sections do not become the
+// module's section list; it moves only its debug sections (DWARF,
+// .debug_frame, .symtab) into the module's list, so code bytes and load
+// addresses stay the program's (measured with `image dump sections`; not so
+// on LLDB 19 for a program that carries its own .debug_info, whose section
+// list becomes the debug file's, without load addresses: the plugin gives
+// LLDB 19 no file for such a program). ObjectFileELF::ParseSymbols maps each
+// symbol of the debug file onto the module's section of the same name,
+// which is why every section header is kept. Why the extra symbols: LLDB
+// consults .debug_frame only for a PC inside a symbol, and the debug file's
+// .symtab replaces the program's, whose .dynsym LLDB then no longer reads,
+// so the new .symtab holds the program's .symtab entries, its defined
+// .dynsym entries, and one function symbol per added function.
 //
-// The build-id note is copied with the rest, so the file is found by build-id
+// The build-id note keeps its bytes, so the file is found by build-id
 // (.build-id/xx/yyyy.debug) and matches the program's UUID.
 #pragma once
 
@@ -47,9 +60,9 @@ struct DebugFileReport {
     std::uint64_t file_size = 0;
 };
 
-// Writes the debug file to `path` (created or truncated): a copy of `base`
-// with the contents added. ELFCLASS64 only. Errors name the base and the
-// output path.
+// Writes the debug file to `path` (created or truncated): `base` in the shape
+// above with the contents added. ELFCLASS64 only. Errors name the base and
+// the output path.
 Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileContents& contents,
                                            const std::string& path);
 
