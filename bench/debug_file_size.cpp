@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -39,13 +40,11 @@ double since(std::chrono::steady_clock::time_point t0) {
 cfi::CalleeSavedRules rules_for(const elf::ModuleRows& m) {
     const elf::ElfFile* elf = m.file.get();
     const sframe::Section* section = m.sframe();
+    // As the LLDB plugin does (plugin/src/debug_file_cache.cpp): analysed
+    // ahead on every core.
     return callee_saved::debug_frame_rules(
-        section->abi(),
-        [elf](std::uint64_t vaddr, std::uint64_t size) { return elf->loaded_bytes(vaddr, size); },
-        [section](std::uint64_t pc) -> std::optional<Row> {
-            auto r = section->lookup(pc);
-            return r ? std::optional<Row>(*r) : std::nullopt;
-        });
+        *section,
+        [elf](std::uint64_t vaddr, std::uint64_t size) { return elf->loaded_bytes(vaddr, size); });
 }
 
 int measure(const std::string& path, int rounds, const std::string& out_dir, bool callee_saved) {
@@ -101,9 +100,7 @@ int measure(const std::string& path, int rounds, const std::string& out_dir, boo
     return 0;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     int rounds = 3;
     std::string out_dir = std::filesystem::temp_directory_path().string();
     bool callee_saved = true;
@@ -129,4 +126,15 @@ int main(int argc, char** argv) {
     for (const auto& m : modules)
         status |= measure(m, rounds, out_dir, callee_saved);
     return status;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "sfunwind_bench_debug_file: %s\n", e.what());
+        return 1;
+    }
 }

@@ -67,18 +67,16 @@ std::string temporary_name(const std::string& final_path) {
            std::to_string(counter.fetch_add(1));
 }
 
-// The analysis of each function's instructions (x86-64), for the writer.
+// The analysis of each function's instructions, for the writer, run ahead
+// on every core (the writer asks for the functions in FDE order): it is
+// almost all of a translation's time (bench/debug_file_size.cpp).
 // `file` outlives the writer's use: ensure() writes while it holds it.
 cfi::CalleeSavedRules callee_saved_rules(const elf::ModuleRows& file) {
     const elf::ElfFile* elf = file.file.get();
     const sframe::Section* section = file.sframe();
     return callee_saved::debug_frame_rules(
-        section->abi(),
-        [elf](std::uint64_t vaddr, std::uint64_t size) { return elf->loaded_bytes(vaddr, size); },
-        [section](std::uint64_t pc) -> std::optional<Row> {
-            auto r = section->lookup(pc);
-            return r ? std::optional<Row>(*r) : std::nullopt;
-        });
+        *section,
+        [elf](std::uint64_t vaddr, std::uint64_t size) { return elf->loaded_bytes(vaddr, size); });
 }
 
 } // namespace

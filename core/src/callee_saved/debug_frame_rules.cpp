@@ -127,4 +127,20 @@ cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows,
     };
 }
 
+cfi::CalleeSavedRules debug_frame_rules(const sframe::Section& section, CodeAt code,
+                                        unsigned threads) {
+    std::vector<FunctionRange> functions;
+    functions.reserve(section.fde_count());
+    for (std::uint32_t i = 0; i < section.fde_count(); ++i)
+        if (auto fde = section.fde(i); fde && fde->pc_type != sframe::PcType::Mask)
+            functions.push_back({fde->start, fde->size});
+    return debug_frame_rules(
+        section.abi(), std::move(code),
+        [&section](std::uint64_t pc) -> std::optional<Row> {
+            auto r = section.lookup(pc);
+            return r ? std::optional<Row>(*r) : std::nullopt;
+        },
+        std::move(functions), threads);
+}
+
 } // namespace sfunwind::callee_saved

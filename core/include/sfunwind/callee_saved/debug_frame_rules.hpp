@@ -9,6 +9,7 @@
 #include "sfunwind/callee_saved/function_rules.hpp"
 #include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/cfi/dwarf_writer.hpp"
+#include "sfunwind/sframe/section.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -41,5 +42,11 @@ struct FunctionRange {
 // is analysed on its own. `code` and `rows` are called from those threads.
 cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows,
                                         std::vector<FunctionRange> functions, unsigned threads = 0);
+
+// What cfi::write_debug_frame(section, ...) takes for `section`: its rows,
+// and its functions (FDE order, PC-mask FDEs left out) analysed ahead on
+// `threads` threads as above. `section` and `code` must outlive the result.
+cfi::CalleeSavedRules debug_frame_rules(const sframe::Section& section, CodeAt code,
+                                        unsigned threads = 0);
 
 } // namespace sfunwind::callee_saved
