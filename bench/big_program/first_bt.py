@@ -9,7 +9,10 @@ faster or smaller).
 For each debugger found (GDB: --gdb, LLDB: --lldb):
   core   `gdb -batch PROG CORE -ex bt` / `lldb -b -o 'target create PROG
          -c CORE' -o bt`, on a core written at the program's stop (gcore);
-  live   `gdb -batch -ex run -ex bt PROG` / lldb `process launch` + `bt`.
+  live   `gdb -batch -ex run -ex bt PROG` / lldb `process launch` + `bt`;
+  cold   (LLDB) core with the plugin's debug-file cache emptied before each
+         run: the first debug of the program, its translation included
+         (the other LLDB cases share one cache, under --work).
 Each case runs --rounds times alternately (CFI, SFrame, CFI, ...); the
 table shows the median wall time and the largest peak RSS (wait4's
 ru_maxrss of the debugger process). The frames of both backtraces, up to
@@ -112,6 +115,12 @@ def cases(args, work):
         pre = ["-o", "settings set target.parallel-module-load false"] if args.lldb_parallel_off else []
         load = ["-o", "plugin load " + args.lldb_plugin]
         if all(os.path.exists(c) for c in core_of.values()):
+            # cold: the plugin's debug-file cache empty, as at the first
+            # debug of a program (translation included); core: warm.
+            out.append(("lldb", "cold",
+                        [args.lldb, "-b", "--no-lldbinit"] + pre + ["-o", "target create %s -c %s" % (cfi, core_of["cfi"]), "-o", "bt"],
+                        [args.lldb, "-b", "--no-lldbinit"] + pre + load
+                        + ["-o", "target create %s -c %s" % (sf, core_of["sframe"]), "-o", "bt"]))
             out.append(("lldb", "core",
                         [args.lldb, "-b", "--no-lldbinit"] + pre + ["-o", "target create %s -c %s" % (cfi, core_of["cfi"]), "-o", "bt"],
                         [args.lldb, "-b", "--no-lldbinit"] + pre + load
@@ -149,7 +158,10 @@ def main():
         text = {}
         for _ in range(args.rounds):
             for name, cmd in (("cfi", cfi_cmd), ("sframe", sf_cmd)):
-                seconds, mb, output = run_wait4(cmd)
+                env = dict(os.environ, SFUNWIND_LLDB_CACHE=os.path.join(work, "lldb-cache"))
+                if mode == "cold":
+                    shutil.rmtree(env["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
+                seconds, mb, output = run_wait4(cmd, env=env)
                 if seconds is None:
                     print("%s %s %s: %s" % (debugger, mode, name, output[-400:]))
                     continue

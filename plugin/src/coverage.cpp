@@ -25,6 +25,14 @@
 namespace sfunwind::lldb_plugin {
 namespace {
 
+// Where a long translation is announced when no debugger handle is at hand
+// (target creation's preparation, the debuginfod responder's thread): the
+// process's standard error, which is LLDB's own error output in a terminal.
+void progress_to_stderr(const std::string& line) {
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+}
+
 std::string spec_path(const lldb::SBFileSpec& spec) {
     if (!spec.IsValid()) return {};
     char buf[4096];
@@ -363,7 +371,7 @@ std::string Coverage::serve(const std::string& build_id) {
         const std::lock_guard lock(mutex_);
         dirs = debug_dirs_;
     }
-    auto entry = files->ensure(*file, separate_debug_file(dirs, *file));
+    auto entry = files->ensure(*file, separate_debug_file(dirs, *file), progress_to_stderr);
     if (!entry) return {}; // install() reports it when LLDB has the module
     const std::lock_guard lock(mutex_);
     if (entry->generated_now) generated_[entry->path] = *entry;
@@ -380,7 +388,8 @@ void Coverage::prepare_file(const std::string& debugger_name, const std::string&
     const auto file = catalog_.file(path, *id);
     if (!file->sframe()) return;
     if (file->file && file->file->has_section(".debug_info") && lldb_major_ < 23) return;
-    auto entry = cache()->ensure(*file, separate_debug_file(debugger_name, *file));
+    auto entry =
+        cache()->ensure(*file, separate_debug_file(debugger_name, *file), progress_to_stderr);
     if (entry && entry->generated_now) {
         const std::lock_guard lock(mutex_);
         generated_[entry->path] = *entry;
@@ -484,13 +493,20 @@ void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
         }
     }
     const auto files = cache();
+    // Straight to the debugger's error file: this runs inside `target create`.
+    const auto progress = [&debugger](const std::string& line) {
+        lldb::SBFile err = debugger.GetErrorFile();
+        std::size_t written = 0;
+        err.Write(reinterpret_cast<const std::uint8_t*>(line.data()), line.size(), &written);
+        err.Flush();
+    };
     for (const TargetModule& m : modules) {
         build_id_files_.remember(m.path);
         if (!m.table->sframe()) continue;
         if (m.table->file && m.table->file->has_section(".debug_info") && lldb_major_ < 23)
             continue;
-        auto entry =
-            files->ensure(*m.table, separate_debug_file(debugger.GetInstanceName(), *m.table));
+        auto entry = files->ensure(
+            *m.table, separate_debug_file(debugger.GetInstanceName(), *m.table), progress);
         if (entry && entry->generated_now) {
             const std::lock_guard lock(mutex_);
             generated_[entry->path] = *entry;

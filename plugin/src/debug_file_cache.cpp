@@ -120,7 +120,9 @@ std::string DebugFileCache::path_for(const std::string& id) const {
     return dir_ + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
 }
 
-Expected<CacheEntry> DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base) {
+Expected<CacheEntry>
+DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
+                       const std::function<void(const std::string&)>& progress) {
     if (!file.file || !file.sframe() || !file.where)
         return Error(Errc::NotFound, "the module has no usable SFrame section");
     const auto id = file.file->build_id();
@@ -147,6 +149,21 @@ Expected<CacheEntry> DebugFileCache::ensure(const elf::ModuleRows& file, const s
                                          ec);
         in_use_.insert(entry.path);
         return entry;
+    }
+    // The callee-saved analysis reads every function's instructions: about
+    // 1.8 s per MB of .sframe on 2 cores (bench/debug_file_size.cpp), so a
+    // large module gets a line first, instead of a silent pause.
+    constexpr std::uint64_t announce_from = 256 * 1024;
+    if (progress && callee_saved && entry.sframe_bytes >= announce_from) {
+        char mb[32];
+        std::snprintf(mb, sizeof mb, "%.1f", static_cast<double>(entry.sframe_bytes) / 1048576.0);
+        progress("sframe: writing LLDB's unwind tables for " +
+                 std::filesystem::path(file.file->name()).filename().string() + " (" + mb +
+                 " MB of SFrame, with the callee-saved register analysis); once per build, kept "
+                 "in " +
+                 dir_ +
+                 " ('sframe callee-saved off' is faster, without upper frames' "
+                 "registers)\n");
     }
     const auto t0 = std::chrono::steady_clock::now();
     cfi::DebugFrameOptions options;

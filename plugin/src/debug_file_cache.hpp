@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -82,7 +83,10 @@ class DebugFileCache {
     // `base` is the file to copy: the module's existing separate debug file
     // (so its DWARF stays usable), or empty for the module itself.
     // Errc::NotFound when the module has no build-id (LLDB could not match it).
-    Expected<CacheEntry> ensure(const elf::ModuleRows& file, const std::string& base = {});
+    // `progress`, when given, is told before a long translation starts (a
+    // line saying what and how much; see ensure()).
+    Expected<CacheEntry> ensure(const elf::ModuleRows& file, const std::string& base = {},
+                                const std::function<void(const std::string&)>& progress = {});
 
   private:
     std::string dir_;
