@@ -170,6 +170,12 @@ bool quiet(const Geometry& g, std::uint32_t index, Fde& out) noexcept {
 
 const Layout* layout_for(std::uint8_t version) noexcept;
 
+// Inline: a lookup asks for it once per call.
+inline Geometry Section::geometry() const noexcept {
+    return Geometry{view_,           vaddr_,          fde_sub_,        fre_sub_,
+                    header_.fre_len, header_.pcrel(), header_.abi_arch};
+}
+
 // What every version checks in a decoded FDE before it is used: the field
 // values the spec defines (FRE type, v3 FDE type), a repeat block size where
 // the version stores one, and FREs that start inside the FRE sub-section

@@ -8,6 +8,7 @@
 
 #include <limits>
 #include <optional>
+#include <string>
 
 namespace sfunwind::sframe {
 
@@ -53,6 +54,31 @@ struct FreWords {
 };
 
 Status read_default_rules(const RuleContext& ctx, const FreWords& fre, Row& row);
+// The same, reporting like a layout reader (layout.hpp): a lookup runs it
+// with Quiet, so that a successful one builds no Status. Instantiated for
+// Quiet and Explain in rules_default.cpp.
+template <typename Report>
+bool default_rules(const RuleContext& ctx, const FreWords& fre, Row& row, const Report& fail);
+extern template bool default_rules<Quiet>(const RuleContext&, const FreWords&, Row&, const Quiet&);
+extern template bool default_rules<Explain>(const RuleContext&, const FreWords&, Row&,
+                                            const Explain&);
 Status read_flex_rules(const RuleContext& ctx, const FreWords& fre, Row& row);
+
+// The fields of a Row that come from the FDE and the FRE's place, not from
+// its data words. `next_start` is the next FRE's start offset, or the
+// function size.
+inline void fill_row_fields(const Fde& fde, std::uint32_t fre_start, bool mangled_ra,
+                            std::uint32_t fre_index, std::uint64_t next_start, Row& row) {
+    row.func_start = fde.start;
+    row.func_size = fde.size;
+    row.fde_index = fde.index;
+    row.fre_index = fre_index;
+    row.pc_begin = fde.start + fre_start;
+    row.pc_end = fde.start + next_start;
+    row.signal_frame = fde.signal;
+    row.pauth_key_b = fde.pauth_key == PauthKey::B;
+    row.pc_mask = fde.pc_type == PcType::Mask;
+    row.mangled_ra = mangled_ra;
+}
 
 } // namespace sfunwind::sframe

@@ -5,13 +5,19 @@
 // then the FP offset. What differs per ABI is confined to the hooks below.
 #include "rules.hpp"
 
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace sfunwind::sframe {
 namespace {
 
-Error bad(const RuleContext& ctx, const std::string& what) {
-    return Error(Errc::Malformed, std::string(ctx.abi.name) + " FRE: " + what, ctx.fre_offset);
+// A malformed FRE, reported through `fail`; `what` builds the message.
+template <typename Report, typename What>
+bool bad(const RuleContext& ctx, const Report& fail, const What& what) {
+    return fail(
+        Errc::Malformed, [&] { return std::string(ctx.abi.name) + " FRE: " + what(); },
+        ctx.fre_offset);
 }
 
 // The rule for a saved RA or FP word. v2 on s390x encodes "in register N" as
@@ -28,19 +34,22 @@ RegRule saved_register(const RuleContext& ctx, std::int32_t word, Row& row) {
 
 } // namespace
 
-Status read_default_rules(const RuleContext& ctx, const FreWords& fre, Row& row) {
+template <typename Report>
+bool default_rules(const RuleContext& ctx, const FreWords& fre, Row& row, const Report& fail) {
     const Abi& abi = ctx.abi;
     if (fre.word_count == 0) {
         // Spec v2 erratum 2, v3 section 2.4.1: no data words, RA undefined,
         // the outermost frame.
         row.ra = RegRule::undefined();
         row.outermost = true;
-        return ok();
+        return true;
     }
     const auto cfa_offset = decode_cfa_offset(abi, fre.words[0]);
     if (!cfa_offset)
-        return bad(ctx, "CFA offset word " + std::to_string(fre.words[0]) +
-                            " is beyond a 32-bit offset once scaled");
+        return bad(ctx, fail, [&] {
+            return "CFA offset word " + std::to_string(fre.words[0]) +
+                   " is beyond a 32-bit offset once scaled";
+        });
     row.cfa = CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, *cfa_offset, false};
 
     unsigned next = 1;
@@ -73,9 +82,20 @@ Status read_default_rules(const RuleContext& ctx, const FreWords& fre, Row& row)
         row.fp = RegRule::same_value();
 
     if (fre.word_count > next)
-        return bad(ctx, std::to_string(fre.word_count) +
-                            " data words; a default FDE uses at most " + std::to_string(next));
-    return ok();
+        return bad(ctx, fail, [&] {
+            return std::to_string(fre.word_count) + " data words; a default FDE uses at most " +
+                   std::to_string(next);
+        });
+    return true;
+}
+
+template bool default_rules<Quiet>(const RuleContext&, const FreWords&, Row&, const Quiet&);
+template bool default_rules<Explain>(const RuleContext&, const FreWords&, Row&, const Explain&);
+
+Status read_default_rules(const RuleContext& ctx, const FreWords& fre, Row& row) {
+    std::optional<Error> error;
+    if (default_rules(ctx, fre, row, Explain{error})) return ok();
+    return std::move(*error);
 }
 
 } // namespace sfunwind::sframe
