@@ -95,6 +95,9 @@ template <typename F> void with_start_reader(const Layout& layout, ByteOrder ord
         with_start_reader<boost::endian::order::big>(layout, f);
 }
 
+// FDE starts compared at once by the search below.
+constexpr std::uint32_t small_page = 4;
+
 // How many of the n FDEs in start order from position lo start at or below
 // pc, plus lo. Branch-free halving: log2(n) steps whatever the starts, and
 // the one data-dependent choice per step is a conditional move, not a
@@ -106,7 +109,18 @@ template <bool Indexed, typename Start>
 std::uint32_t count_at_or_below(const Starts& s, const Start& start, std::uint32_t lo,
                                 std::uint32_t n, std::uint64_t pc) {
     auto key = [&](std::uint32_t k) { return start(s, Indexed ? s.order[k] : k); };
-    if (n == 0) return lo;
+    if (n <= small_page) {
+        // Most PCs fall in a page with few FDE starts (big functions span
+        // pages): compare them all, with loads that do not wait for each
+        // other and no branch on the outcome. Slots past the n FDEs read
+        // the last of them (or, with n = 0, the one before lo, or FDE 0)
+        // and do not count.
+        const std::uint32_t last = std::max(lo + n, 1U) - 1U;
+        std::uint32_t count = lo;
+        for (std::uint32_t j = 0; j < small_page; ++j)
+            count += static_cast<std::uint32_t>((j < n) & (key(std::min(lo + j, last)) <= pc));
+        return count;
+    }
     while (n > 1) {
         const std::uint32_t half = n / 2;
         lo = key(lo + half) <= pc ? lo + half : lo;
@@ -225,6 +239,19 @@ Scan scan(const ByteView& frev, std::uint64_t at, std::uint32_t count, std::uint
     return frev.order() == ByteOrder::Little
                ? scan<Width, order::little>(frev.bytes(), at, count, pc_offset, marks)
                : scan<Width, order::big>(frev.bytes(), at, count, pc_offset, marks);
+}
+
+// scan() for an FRE type (one of the three: the caller checked).
+Scan scan(const ByteView& frev, FreType type, std::uint64_t at, std::uint32_t count,
+          std::uint64_t pc_offset, std::uint32_t marks) {
+    switch (type) {
+    case FreType::Addr1:
+        return scan<1>(frev, at, count, pc_offset, marks);
+    case FreType::Addr2:
+        return scan<2>(frev, at, count, pc_offset, marks);
+    default:
+        return scan<4>(frev, at, count, pc_offset, marks);
+    }
 }
 
 // The marks word of an FDE whose `count` FREs of start width `width` begin
@@ -475,18 +502,8 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
     const unsigned width = 1U << static_cast<unsigned>(fde.fre_type);
     const std::uint32_t marks = index < fre_marks_.size() ? fre_marks_[index] : 0;
-    Scan found;
-    switch (fde.fre_type) { // check_fde() saw to it that there is no other
-    case FreType::Addr1:
-        found = scan<1>(frev, fde.fres_begin, fde.num_fres, pc_offset, marks);
-        break;
-    case FreType::Addr2:
-        found = scan<2>(frev, fde.fres_begin, fde.num_fres, pc_offset, marks);
-        break;
-    case FreType::Addr4:
-        found = scan<4>(frev, fde.fres_begin, fde.num_fres, pc_offset, marks);
-        break;
-    }
+    // check_fde() saw to it that the FRE type is one of the three.
+    const Scan found = scan(frev, fde.fre_type, fde.fres_begin, fde.num_fres, pc_offset, marks);
     if (found.unreadable) [[unlikely]] {
         if constexpr (!quiet) {
             Fre fre;
@@ -548,15 +565,66 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
     return true;
 }
 
+bool Section::quick_row(std::uint64_t pc, Row& row) const noexcept {
+    const std::uint32_t below = fdes_starting_at_or_below(pc);
+    if (below == 0 || layout_->read_core == nullptr) return false;
+    const std::uint32_t index = order_.empty() ? below - 1 : order_[below - 1];
+    FdeCore fde;
+    if (!layout_->read_core(geometry(), index, fde)) return false;
+    const unsigned fre_type = fde.info & 0xfU; // decode_info_common()
+    // Past the end as find_row() sees it (Fde::end(), which a corrupt start
+    // can wrap); below the start (a corrupt order), find_row() decides.
+    if (pc < fde.start || pc >= fde.start + fde.size || fde.num_fres == 0 ||
+        fre_type > static_cast<unsigned>(FreType::Addr4) || (fde.info & fde_info::pc_mask) != 0 ||
+        (fde.info2 & fde_info::info2_fde_type) != static_cast<unsigned>(FdeType::Default))
+        return false;
+    const std::uint64_t pc_offset = pc - fde.start;
+
+    // find_row() from here, for this case: the scan, the words, the rules.
+    const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
+    const std::uint32_t marks = index < fre_marks_.size() ? fre_marks_[index] : 0;
+    const Scan found =
+        scan(frev, static_cast<FreType>(fre_type), fde.fres_begin, fde.num_fres, pc_offset, marks);
+    if (found.unreadable || found.index == 0) return false;
+    const std::uint64_t next_start =
+        found.index < fde.num_fres ? std::min<std::uint64_t>(found.start, fde.size) : fde.size;
+    const std::uint8_t info = found.chosen_info;
+    const unsigned count = fre_info::word_count(info);
+    const unsigned size = 1U << fre_info::size_code(info);
+    std::array<std::int32_t, Fre::max_words> words;
+    if (!read_words(frev, found.chosen + (1U << fre_type) + 1U, count, size, words.data()))
+        return false;
+    row.func_start = fde.start;
+    row.func_size = fde.size;
+    row.fde_index = index;
+    row.fre_index = found.index - 1;
+    row.pc_begin = fde.start + found.chosen_start;
+    row.pc_end = fde.start + next_start;
+    row.signal_frame = layout_->has_signal_bit && (fde.info & fde_info::signal) != 0;
+    row.pauth_key_b = (fde.info & fde_info::pauth_key_b) != 0;
+    row.mangled_ra = fre_info::mangled_ra(info);
+    const FreWords view{words.data(), count, size, !fre_info::cfa_base_sp(info)};
+    return default_rules(RuleContext{*abi_, header_, *layout_, found.chosen}, view, row, Quiet{});
+}
+
 Expected<Row> Section::lookup(std::uint64_t pc) const {
-    Row row;
-    if (find_row(pc, row, Quiet{})) return row;
-    // Not found, or something in the way is malformed: the same steps again,
-    // this time keeping the error.
-    std::optional<Error> error;
-    Row again;
-    if (find_row(pc, again, Explain{error})) return again;
-    return std::move(*error);
+    // One object returned from every path, so that the row is built in the
+    // caller's Expected and not copied there.
+    Expected<Row> out{Row{}};
+    if (quick_row(pc, *out)) [[likely]]
+        return out;
+    *out = Row{}; // quick_row() may have filled some of it
+    if (!find_row(pc, *out, Quiet{})) [[unlikely]] {
+        // Not found, or something in the way is malformed: the same steps
+        // again, this time keeping the error.
+        std::optional<Error> error;
+        Row again;
+        if (find_row(pc, again, Explain{error}))
+            *out = again;
+        else
+            out = std::move(*error);
+    }
+    return out;
 }
 
 } // namespace sfunwind::sframe

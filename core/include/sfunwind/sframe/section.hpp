@@ -151,6 +151,10 @@ class Section {
     void build_fre_marks();
     std::uint32_t fdes_starting_at_or_below(std::uint64_t pc) const noexcept;
     template <typename Report> bool find_row(std::uint64_t pc, Row& row, const Report& fail) const;
+    // The common case of find_row() in fewer steps (v3, a PC-increment FDE
+    // of the default type with FREs, nothing malformed); false for
+    // anything else, which find_row() then does.
+    bool quick_row(std::uint64_t pc, Row& row) const noexcept;
     // The workers behind fde(), fre_at(), row() and find_fde(): they fill a
     // caller's object, so a lookup copies no Fde or Fre through an Expected.
     Status decode_fde(std::uint32_t index, Fde& out) const;
