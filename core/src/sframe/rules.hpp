@@ -64,6 +64,22 @@ extern template bool default_rules<Explain>(const RuleContext&, const FreWords&,
                                             const Explain&);
 Status read_flex_rules(const RuleContext& ctx, const FreWords& fre, Row& row);
 
+// Stores a rule field by field. `to = from` made GCC 12 to 16 assemble the
+// 12-byte rule in a stack slot with narrow stores and copy it with a wide
+// load, which waits for the narrow stores to retire (a store-forwarding
+// stall): a quarter of a lookup's time, measured with perf on a repeated PC.
+inline void set_rule(RegRule& to, const RegRule& from) {
+    to.kind = from.kind;
+    to.reg = from.reg;
+    to.offset = from.offset;
+    to.source = from.source;
+}
+inline void set_rule(CfaRule& to, const CfaRule& from) {
+    to.reg = from.reg;
+    to.offset = from.offset;
+    to.deref = from.deref;
+}
+
 // The fields of a Row that come from the FDE and the FRE's place, not from
 // its data words. `next_start` is the next FRE's start offset, or the
 // function size.

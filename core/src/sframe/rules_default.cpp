@@ -40,7 +40,7 @@ bool default_rules(const RuleContext& ctx, const FreWords& fre, Row& row, const 
     if (fre.word_count == 0) {
         // Spec v2 erratum 2, v3 section 2.4.1: no data words, RA undefined,
         // the outermost frame.
-        row.ra = RegRule::undefined();
+        set_rule(row.ra, RegRule::undefined());
         row.outermost = true;
         return true;
     }
@@ -50,11 +50,11 @@ bool default_rules(const RuleContext& ctx, const FreWords& fre, Row& row, const 
             return "CFA offset word " + std::to_string(fre.words[0]) +
                    " is beyond a 32-bit offset once scaled";
         });
-    row.cfa = CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, *cfa_offset, false};
+    set_rule(row.cfa, CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, *cfa_offset, false});
 
     unsigned next = 1;
     if (ctx.header.cfa_fixed_ra_offset != 0) {
-        row.ra = RegRule::at_cfa(ctx.header.cfa_fixed_ra_offset, RegRule::Source::Header);
+        set_rule(row.ra, RegRule::at_cfa(ctx.header.cfa_fixed_ra_offset, RegRule::Source::Header));
     } else if (fre.word_count > next) {
         const std::int32_t word = fre.words[next++];
         if (word == fre_ra_offset_invalid) {
@@ -62,24 +62,24 @@ bool default_rules(const RuleContext& ctx, const FreWords& fre, Row& row, const 
             // is not, it is still in the link register (spec v3 section
             // 3.1.3 for s390x; libsframe reads it so on every ABI that tracks
             // the RA). Topmost frame only.
-            row.ra = RegRule::same_value(RegRule::Source::Padding);
+            set_rule(row.ra, RegRule::same_value(RegRule::Source::Padding));
             row.topmost_only = true;
         } else {
-            row.ra = saved_register(ctx, word, row);
+            set_rule(row.ra, saved_register(ctx, word, row));
         }
     } else {
         // Only the CFA is known: the RA is still in the link register (an
         // AArch64 or s390x function before it saves LR/r14).
-        row.ra = RegRule::same_value();
+        set_rule(row.ra, RegRule::same_value());
         if (abi.ra_in_register) row.topmost_only = true;
     }
 
     if (fre.word_count > next)
-        row.fp = saved_register(ctx, fre.words[next++], row);
+        set_rule(row.fp, saved_register(ctx, fre.words[next++], row));
     else if (ctx.header.cfa_fixed_fp_offset != 0)
-        row.fp = RegRule::at_cfa(ctx.header.cfa_fixed_fp_offset, RegRule::Source::Header);
+        set_rule(row.fp, RegRule::at_cfa(ctx.header.cfa_fixed_fp_offset, RegRule::Source::Header));
     else
-        row.fp = RegRule::same_value();
+        set_rule(row.fp, RegRule::same_value());
 
     if (fre.word_count > next)
         return bad(ctx, fail, [&] {
