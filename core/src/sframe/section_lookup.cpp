@@ -254,33 +254,57 @@ Scan scan(const ByteView& frev, FreType type, std::uint64_t at, std::uint32_t co
     }
 }
 
-// The marks word of an FDE whose `count` FREs of start width `width` begin
-// at `at` (see fre_mark_count): the same walk as scan(), to the last mark.
-std::uint32_t marks_of(const ByteView& frev, std::uint64_t at, std::uint32_t count,
-                       unsigned width) {
+// The marks word of an FDE whose `count` FREs begin at `at` (see
+// fre_mark_count): the walk scan() makes, with its checks, to the last mark,
+// and also the check that the starts ascend. Width and Order as in scan():
+// parse() runs this over every FRE up to the last mark of each FDE.
+template <unsigned Width, boost::endian::order Order>
+std::uint32_t marks_of(std::span<const std::uint8_t> fres, std::uint64_t at, std::uint32_t count) {
     if (count <= fre_mark_count) return 0;
+    const std::uint8_t* data = fres.data();
+    const std::uint64_t size = fres.size();
     std::uint32_t marks = 0;
     unsigned k = 0;
+    std::uint32_t next = mark_index(count, 0);
     std::uint64_t previous_mark = at;
     std::uint32_t previous_start = 0;
-    for (std::uint32_t j = 0; k < fre_mark_count && j < count; ++j) {
-        std::uint32_t start = 0;
-        std::uint8_t info = 0;
-        if (!frev.contains(at, width + 1U) || !frev.load_sized(at, width, start) ||
-            !frev.load(at + width, info) ||
-            fre_info::size_code(info) == fre_info::invalid_size_code || start < previous_start)
+    for (std::uint32_t j = 0; j < count; ++j) {
+        if (at >= size || size - at < Width + 1U) break;
+        const std::uint32_t start =
+            boost::endian::endian_load<std::uint32_t, Width, Order>(data + at);
+        const std::uint8_t info = data[at + Width];
+        if (fre_info::size_code(info) == fre_info::invalid_size_code || start < previous_start)
             break;
         previous_start = start;
-        if (j == mark_index(count, k)) {
+        if (j == next) {
             const std::uint64_t step = at - previous_mark; // > 0: the mark moved
             if (step == 0 || step > 0xffU) break;
             marks |= static_cast<std::uint32_t>(step) << (8U * k);
             previous_mark = at;
-            ++k;
+            if (++k == fre_mark_count) break;
+            next = mark_index(count, k);
         }
-        at += width + 1U + (fre_info::word_count(info) << fre_info::size_code(info));
+        at += Width + 1U + (fre_info::word_count(info) << fre_info::size_code(info));
     }
     return marks;
+}
+
+std::uint32_t marks_of(const ByteView& frev, FreType type, std::uint64_t at, std::uint32_t count) {
+    using boost::endian::order;
+    const bool little = frev.order() == ByteOrder::Little;
+    const auto bytes = frev.bytes();
+    switch (type) {
+    case FreType::Addr1:
+        return little ? marks_of<1, order::little>(bytes, at, count)
+                      : marks_of<1, order::big>(bytes, at, count);
+    case FreType::Addr2:
+        return little ? marks_of<2, order::little>(bytes, at, count)
+                      : marks_of<2, order::big>(bytes, at, count);
+    case FreType::Addr4:
+        return little ? marks_of<4, order::little>(bytes, at, count)
+                      : marks_of<4, order::big>(bytes, at, count);
+    }
+    return 0;
 }
 
 // The `count` data words of `size` bytes at `at`, sign-extended (spec v3
@@ -412,12 +436,23 @@ void Section::build_fre_marks() {
     std::vector<std::uint32_t> marks(n, 0);
     bool any = false;
     for (std::uint32_t i = 0; i < n; ++i) {
-        Fde fde;
-        if (!layout_->read_fde(g, i, fde) ||
-            !check_fde(*layout_, fde, fre_sub_, header_.fre_len, Quiet{}))
-            continue; // a lookup in it fails (and says why) without marks
+        // What the marks need: where the FREs begin, how many, their type.
+        // A lookup in an FDE that fails these checks fails (and says why)
+        // before it would use marks.
+        FdeCore core;
+        if (layout_->read_core != nullptr) {
+            if (!layout_->read_core(g, i, core) || (core.info & 0xfU) > 2U) continue;
+        } else {
+            Fde fde;
+            if (!layout_->read_fde(g, i, fde) ||
+                !check_fde(*layout_, fde, fre_sub_, header_.fre_len, Quiet{}))
+                continue;
+            core.fres_begin = fde.fres_begin;
+            core.num_fres = fde.num_fres;
+            core.info = static_cast<std::uint8_t>(fde.fre_type);
+        }
         marks[i] =
-            marks_of(frev, fde.fres_begin, fde.num_fres, 1U << static_cast<unsigned>(fde.fre_type));
+            marks_of(frev, static_cast<FreType>(core.info & 0xfU), core.fres_begin, core.num_fres);
         any = any || marks[i] != 0;
     }
     if (any) fre_marks_ = std::move(marks);
