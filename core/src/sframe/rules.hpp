@@ -22,16 +22,25 @@ struct RuleContext {
 // The CFA offset a data word stands for. s390x stores it scaled and adjusted
 // (spec v2 erratum 1 and v3 section 3.1.3, SFRAME_V2_S390X_CFA_OFFSET_DECODE);
 // libsframe applies this to v2 and v3, default and flexible FDEs alike. A
-// 4-byte word scaled by 8 can leave the 32-bit range of a CFA offset: none,
+// 4-byte word scaled by 8 can leave the 32-bit range of a CFA offset: false,
 // then (the section is corrupt).
-inline std::optional<std::int32_t> decode_cfa_offset(const Abi& abi, std::int32_t word) {
-    if (abi.arch != Arch::S390x) return word;
+//
+// An out-parameter, not std::optional<std::int32_t>: GCC (12 and 16) built
+// the optional in a stack slot with a 4-byte and a 1-byte store and read it
+// back with one 8-byte load, which stalls until the stores retire, at the
+// start of every lookup's rules.
+inline bool decode_cfa_offset(const Abi& abi, std::int32_t word, std::int32_t& out) {
+    if (abi.arch != Arch::S390x) {
+        out = word;
+        return true;
+    }
     const std::int64_t offset =
         std::int64_t{word} * s390x::cfa_offset_alignment_factor - s390x::cfa_offset_adjustment;
     if (offset < std::numeric_limits<std::int32_t>::min() ||
         offset > std::numeric_limits<std::int32_t>::max())
-        return std::nullopt;
-    return static_cast<std::int32_t>(offset);
+        return false;
+    out = static_cast<std::int32_t>(offset);
+    return true;
 }
 
 // The data words of one FRE as the rules read them (spec v3 section 2.4.1):

@@ -44,13 +44,13 @@ bool default_rules(const RuleContext& ctx, const FreWords& fre, Row& row, const 
         row.outermost = true;
         return true;
     }
-    const auto cfa_offset = decode_cfa_offset(abi, fre.words[0]);
-    if (!cfa_offset)
+    std::int32_t cfa_offset = 0;
+    if (!decode_cfa_offset(abi, fre.words[0], cfa_offset))
         return bad(ctx, fail, [&] {
             return "CFA offset word " + std::to_string(fre.words[0]) +
                    " is beyond a 32-bit offset once scaled";
         });
-    set_rule(row.cfa, CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, *cfa_offset, false});
+    set_rule(row.cfa, CfaRule{fre.cfa_base_fp ? abi.fp_reg : abi.sp_reg, cfa_offset, false});
 
     unsigned next = 1;
     if (ctx.header.cfa_fixed_ra_offset != 0) {
