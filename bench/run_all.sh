@@ -13,8 +13,13 @@
 #
 # Programs: the SQLite shell of tests/fixtures/large (gas 2.47, SFrame v3;
 # clang 23, v2 unsorted: not for libsframe), the Lua 5.4 interpreter built
-# by bench/make_lua.sh (gas 2.47, v3), and build/check-large/zstd-gas-2.47
-# when tests/check/large_codebase.sh has made it.
+# by bench/make_lua.sh (gas 2.47, v3), build/check-large/zstd-gas-2.47
+# when tests/check/large_codebase.sh has made it, and the big program's
+# three files (sframe/big, lib1.so, lib2.so: gas 2.47, v3, about 32,000
+# functions in all) when bench/big_program/make.sh has made them in
+# BIG_PROGRAM (default /var/cache/sfunwind/big-program; run_all does not
+# build it). That directory is outside the repository, so it is bind-mounted
+# into the chroot (SFUNWIND_CHROOT_BINDS).
 #
 #   bench/run_all.sh              everything (about 4 minutes on 2 busy cores,
 #                                 plus the builds the first time)
@@ -47,6 +52,7 @@ OUT=$REPO/build/speed/run_all
 BUDGET_MS=${BUDGET_MS:-1500}
 JOBS=${JOBS:-2}
 CHROOT=$REPO/scripts/sid-chroot.sh
+BIG_PROGRAM=${BIG_PROGRAM:-/var/cache/sfunwind/big-program}
 
 log() { printf '[run_all] %s\n' "$*" >&2; }
 mkdir -p "$OUT"
@@ -68,6 +74,11 @@ log "Lua 5.4 with gas 2.47 --gsframe"
 LUA=$("$HERE/make_lua.sh")
 PROGRAMS=(tests/fixtures/large/sqlite3-gas-2.47 "${LUA#"$REPO"/}")
 [[ -x build/check-large/zstd-gas-2.47 ]] && PROGRAMS+=(build/check-large/zstd-gas-2.47)
+BIG=()
+for f in big lib1.so lib2.so; do
+  [[ -f $BIG_PROGRAM/sframe/$f ]] && BIG+=("$BIG_PROGRAM/sframe/$f")
+done
+((${#BIG[@]} > 0)) && export SFUNWIND_CHROOT_BINDS="${SFUNWIND_CHROOT_BINDS:+$SFUNWIND_CHROOT_BINDS }$BIG_PROGRAM"
 ALL=("${PROGRAMS[@]}" tests/fixtures/large/sqlite3-clang-23)
 
 status=0
@@ -81,9 +92,10 @@ run() { # run NAME CMD...: output to $OUT/NAME.txt and the terminal
   fi
 }
 
-run libsframe "$CHROOT" run -- build/sid-speed/bench/sfunwind_bench_libsframe --budget-ms "$BUDGET_MS" "${PROGRAMS[@]}"
+run libsframe "$CHROOT" run -- build/sid-speed/bench/sfunwind_bench_libsframe --budget-ms "$BUDGET_MS" \
+  "${PROGRAMS[@]}" "${BIG[@]}"
 run libdw build/speed/bench/sfunwind_bench_libdw --budget-ms "$BUDGET_MS" "${ALL[@]}"
-run open build/speed/bench/sfunwind_bench_open --budget-ms "$((BUDGET_MS / 2))" "${ALL[@]}"
+run open build/speed/bench/sfunwind_bench_open --budget-ms "$((BUDGET_MS / 2))" "${ALL[@]}" "${BIG[@]}"
 if [[ -z ${SKIP_LOOKUP:-} ]]; then
   run lookup build/speed/bench/sfunwind_bench_lookup --benchmark_filter='^(lookup|find_fde)/' \
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \

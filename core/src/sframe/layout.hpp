@@ -36,6 +36,16 @@ struct FdeFields {
     std::uint8_t rep_size = 0;
 };
 
+// The fields of an FDE that a lookup reads, without the rest of Fde.
+struct FdeCore {
+    std::uint64_t start = 0;      // function start, link-time address
+    std::uint64_t fres_begin = 0; // section offset of the first FRE
+    std::uint32_t size = 0;
+    std::uint32_t num_fres = 0;
+    std::uint8_t info = 0;
+    std::uint8_t info2 = 0; // v3 only
+};
+
 struct Layout {
     Version version;
     std::uint32_t fde_size;   // bytes per FDE (v3: per FDE index record)
@@ -79,6 +89,12 @@ struct Layout {
     // fails. The lookup fast path calls it, and asks decode_fde why only
     // when it fails.
     bool (*read_fde)(const Geometry& g, std::uint32_t index, Fde& out) noexcept;
+    // The lookup's fast path: FDE `index`'s FdeCore, with the checks of
+    // read_fde that concern those fields (the records lie in the section,
+    // the FREs start inside the FRE sub-section); the caller checks the
+    // info bytes. Null where a version has none (v1, v2): lookups there
+    // take the general path.
+    bool (*read_core)(const Geometry& g, std::uint32_t index, FdeCore& out) noexcept;
     // Writes FDE fields: `entry` is the fde_size bytes of its FDE (v3: index)
     // record, `attr` the attr_size bytes of its attribute record (empty
     // before v3). The writer has checked that every value fits its field.
@@ -169,6 +185,12 @@ bool quiet(const Geometry& g, std::uint32_t index, Fde& out) noexcept {
 }
 
 const Layout* layout_for(std::uint8_t version) noexcept;
+
+// Inline: a lookup asks for it once per call.
+inline Geometry Section::geometry() const noexcept {
+    return Geometry{view_,           vaddr_,          fde_sub_,        fre_sub_,
+                    header_.fre_len, header_.pcrel(), header_.abi_arch};
+}
 
 // What every version checks in a decoded FDE before it is used: the field
 // values the spec defines (FRE type, v3 FDE type), a repeat block size where

@@ -88,6 +88,7 @@ const Layout layout_v1{Version::V1,
                        /*has_ra_padding_word=*/false,
                        explained<read<Explain>>,
                        quiet<read<Quiet>>,
+                       /*read_core=*/nullptr,
                        write};
 
 } // namespace sfunwind::sframe

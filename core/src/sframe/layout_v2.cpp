@@ -75,6 +75,7 @@ const Layout layout_v2{Version::V2,
                        /*has_ra_padding_word=*/true,
                        explained<read<Explain>>,
                        quiet<read<Quiet>>,
+                       /*read_core=*/nullptr,
                        write};
 
 } // namespace sfunwind::sframe

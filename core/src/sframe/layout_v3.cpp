@@ -65,6 +65,26 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
     return true;
 }
 
+// read() without the fields a lookup does not use, and the same checks on
+// the rest: both records lie in the section, the attribute record in the
+// FRE sub-section.
+bool read_core(const Geometry& g, std::uint32_t index, FdeCore& f) noexcept {
+    const std::uint64_t at = g.fde_sub + std::uint64_t{index} * fde_size;
+    Record<fde_size> entry;
+    if (!entry.read(g.view, at)) return false;
+    f.start = function_start(g, at, entry.get<std::int64_t, 0>());
+    f.size = entry.get<std::uint32_t, 8>();
+    const auto fre_offset = entry.get<std::uint32_t, 12>();
+    if (fre_offset > g.fre_len || g.fre_len - fre_offset < attr_size) return false;
+    Record<attr_size> attr;
+    if (!attr.read(g.view, g.fre_sub + fre_offset)) return false;
+    f.num_fres = attr.get<std::uint16_t, 0>();
+    f.info = attr.get<std::uint8_t, 2>();
+    f.info2 = attr.get<std::uint8_t, 3>();
+    f.fres_begin = g.fre_sub + fre_offset + attr_size;
+    return true;
+}
+
 void write(const FdeFields& f, ByteOrder order, std::span<std::uint8_t> entry,
            std::span<std::uint8_t> attr) {
     RecordWriter<fde_size> index(entry, order);
@@ -98,6 +118,7 @@ const Layout layout_v3{Version::V3,
                        /*has_ra_padding_word=*/true,
                        explained<read<Explain>>,
                        quiet<read<Quiet>>,
+                       read_core,
                        write};
 
 } // namespace sfunwind::sframe

@@ -72,11 +72,11 @@ Status read_flex_rules(const RuleContext& ctx, const FreWords& fre, Row& row) {
     if (!cfa.reg_p)
         return bad(ctx,
                    "CFA control word " + std::to_string(fre.uword(0)) + " has no base register");
-    const auto cfa_offset = decode_cfa_offset(abi, fre.words[1]);
-    if (!cfa_offset)
+    std::int32_t cfa_offset = 0;
+    if (!decode_cfa_offset(abi, fre.words[1], cfa_offset))
         return bad(ctx, "CFA offset word " + std::to_string(fre.words[1]) +
                             " is beyond a 32-bit offset once scaled");
-    row.cfa = CfaRule{cfa.regnum, *cfa_offset, cfa.deref_p};
+    row.cfa = CfaRule{cfa.regnum, cfa_offset, cfa.deref_p};
     if (!plain_register(abi, cfa.regnum)) row.topmost_only = true;
 
     unsigned i = 2;

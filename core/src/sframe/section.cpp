@@ -106,11 +106,6 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
     return s;
 }
 
-Geometry Section::geometry() const noexcept {
-    return Geometry{view_,           vaddr_,          fde_sub_,        fre_sub_,
-                    header_.fre_len, header_.pcrel(), header_.abi_arch};
-}
-
 std::uint64_t Section::start_of(std::uint32_t index) const noexcept {
     const std::uint64_t at = fde_sub_ + std::uint64_t{index} * layout_->fde_size;
     std::int64_t field = 0;
@@ -202,16 +197,7 @@ Expected<std::vector<Fre>> Section::fres(const Fde& fde) const {
 Status Section::fill_row(const Fde& fde, std::uint64_t fre_offset, std::uint32_t fre_start,
                          bool mangled_ra, const FreWords& words, std::uint32_t fre_index,
                          std::uint64_t next_start, Row& row) const {
-    row.func_start = fde.start;
-    row.func_size = fde.size;
-    row.fde_index = fde.index;
-    row.fre_index = fre_index;
-    row.pc_begin = fde.start + fre_start;
-    row.pc_end = fde.start + next_start;
-    row.signal_frame = fde.signal;
-    row.pauth_key_b = fde.pauth_key == PauthKey::B;
-    row.pc_mask = fde.pc_type == PcType::Mask;
-    row.mangled_ra = mangled_ra;
+    fill_row_fields(fde, fre_start, mangled_ra, fre_index, next_start, row);
     const RuleContext ctx{*abi_, header_, *layout_, fre_offset};
     return fde.fde_type == FdeType::Flex ? read_flex_rules(ctx, words, row)
                                          : read_default_rules(ctx, words, row);

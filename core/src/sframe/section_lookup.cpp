@@ -95,15 +95,32 @@ template <typename F> void with_start_reader(const Layout& layout, ByteOrder ord
         with_start_reader<boost::endian::order::big>(layout, f);
 }
 
+// FDE starts compared at once by the search below.
+constexpr std::uint32_t small_page = 4;
+
 // How many of the n FDEs in start order from position lo start at or below
 // pc, plus lo. Branch-free halving: log2(n) steps whatever the starts, and
 // the one data-dependent choice per step is a conditional move, not a
-// branch that random PCs would mispredict half of the time.
+// branch that random PCs would mispredict half of the time. (A fixed step
+// count per section, enough for the fullest page, was tried: the loop's
+// exit is then predicted, but the fullest page needs several more steps
+// than the typical one, each a dependent load, and lookups got slower.)
 template <bool Indexed, typename Start>
 std::uint32_t count_at_or_below(const Starts& s, const Start& start, std::uint32_t lo,
                                 std::uint32_t n, std::uint64_t pc) {
     auto key = [&](std::uint32_t k) { return start(s, Indexed ? s.order[k] : k); };
-    if (n == 0) return lo;
+    if (n <= small_page) {
+        // Most PCs fall in a page with few FDE starts (big functions span
+        // pages): compare them all, with loads that do not wait for each
+        // other and no branch on the outcome. Slots past the n FDEs read
+        // the last of them (or, with n = 0, the one before lo, or FDE 0)
+        // and do not count.
+        const std::uint32_t last = std::max(lo + n, 1U) - 1U;
+        std::uint32_t count = lo;
+        for (std::uint32_t j = 0; j < small_page; ++j)
+            count += static_cast<std::uint32_t>((j < n) & (key(std::min(lo + j, last)) <= pc));
+        return count;
+    }
     while (n > 1) {
         const std::uint32_t half = n / 2;
         lo = key(lo + half) <= pc ? lo + half : lo;
@@ -132,19 +149,63 @@ struct Scan {
     bool unreadable = false;
 };
 
+// FRE marks (Section::fre_marks_). FREs differ in length, so the chosen
+// one cannot be found by bisection; the scan below walks them, one
+// dependent load per FRE, and a lookup in a function of 20 FREs spent most
+// of its time there. A mark says where one FRE lies, so the scan can start
+// there: mark k (0 to 3) of an FDE with `count` FREs is FRE
+// mark_index(count, k), and byte k of the FDE's 32-bit word is its distance
+// in bytes from mark k - 1 (from the first FRE for mark 0). A byte of 0 ends
+// the marks: the distance did not fit, or an FRE up to that mark could not
+// be read or started below the one before it (parse() only marks what a
+// scan from the first FRE would have walked through). FDEs with at most
+// fre_mark_count FREs get no marks (word 0).
+constexpr unsigned fre_mark_count = 4;
+constexpr std::uint32_t mark_index(std::uint32_t count, unsigned k) {
+    return static_cast<std::uint32_t>(std::uint64_t{count} * (k + 1U) / (fre_mark_count + 1U));
+}
+
 // Reads only the start field (Width bytes: the FRE type, spec v3 section
 // 2.3.3.3) and the info byte of each FRE, which gives the FRE's length
 // (section 2.4.1: a 4-bit word count and a 2-bit word size code). One
 // bounds check per FRE covers both fields: [at, at + Width + 1) must lie in
 // the FRE sub-section. Kept out of line, so that the loop has the registers
 // to itself.
+//
+// With marks, it first reads the marked FREs' starts (independent loads)
+// and begins at the last mark whose start is <= pc_offset. That gives the
+// scan's answer: the FREs before that mark start no higher than it (they
+// are in ascending order, parse() checked), so a scan from the first FRE
+// would not have stopped before it.
 template <unsigned Width, boost::endian::order Order>
 [[gnu::noinline]] Scan scan(std::span<const std::uint8_t> fres, std::uint64_t at,
-                            std::uint32_t count, std::uint64_t pc_offset) {
+                            std::uint32_t count, std::uint64_t pc_offset, std::uint32_t marks) {
     Scan r;
     const std::uint8_t* data = fres.data();
     const std::uint64_t size = fres.size();
     std::uint32_t i = 0;
+    if (marks != 0 && size >= Width) {
+        // Branch-free: whether a PC is past a mark is a coin toss that a
+        // branch predictor would lose. `passed` counts the marks at or
+        // below pc_offset; a mark that cannot be used, and every one after
+        // it, counts as above.
+        std::array<std::uint64_t, fre_mark_count + 1> where{at};
+        std::uint64_t mark = at;
+        unsigned passed = 0;
+        bool usable = true;
+        for (unsigned k = 0; k < fre_mark_count; ++k) {
+            const std::uint32_t step = (marks >> (8U * k)) & 0xffU;
+            mark += step;
+            usable = usable & (step != 0) & (mark <= size - Width);
+            const std::uint64_t readable = usable ? mark : 0; // read in bounds regardless
+            const std::uint32_t start =
+                boost::endian::endian_load<std::uint32_t, Width, Order>(data + readable);
+            passed += static_cast<unsigned>(usable & (start <= pc_offset));
+            where[k + 1] = mark;
+        }
+        at = where[passed];
+        i = passed == 0 ? 0 : mark_index(count, passed - 1);
+    }
     for (; i < count; ++i) {
         if (at >= size || size - at < Width + 1U) {
             r.unreadable = true;
@@ -172,16 +233,89 @@ template <unsigned Width, boost::endian::order Order>
 }
 
 template <unsigned Width>
-Scan scan(const ByteView& frev, std::uint64_t at, std::uint32_t count, std::uint64_t pc_offset) {
+Scan scan(const ByteView& frev, std::uint64_t at, std::uint32_t count, std::uint64_t pc_offset,
+          std::uint32_t marks) {
     using boost::endian::order;
     return frev.order() == ByteOrder::Little
-               ? scan<Width, order::little>(frev.bytes(), at, count, pc_offset)
-               : scan<Width, order::big>(frev.bytes(), at, count, pc_offset);
+               ? scan<Width, order::little>(frev.bytes(), at, count, pc_offset, marks)
+               : scan<Width, order::big>(frev.bytes(), at, count, pc_offset, marks);
+}
+
+// scan() for an FRE type (one of the three: the caller checked).
+Scan scan(const ByteView& frev, FreType type, std::uint64_t at, std::uint32_t count,
+          std::uint64_t pc_offset, std::uint32_t marks) {
+    switch (type) {
+    case FreType::Addr1:
+        return scan<1>(frev, at, count, pc_offset, marks);
+    case FreType::Addr2:
+        return scan<2>(frev, at, count, pc_offset, marks);
+    default:
+        return scan<4>(frev, at, count, pc_offset, marks);
+    }
+}
+
+// The marks word of an FDE whose `count` FREs begin at `at` (see
+// fre_mark_count): the walk scan() makes, with its checks, to the last mark,
+// and also the check that the starts ascend. Width and Order as in scan():
+// parse() runs this over every FRE up to the last mark of each FDE.
+template <unsigned Width, boost::endian::order Order>
+std::uint32_t marks_of(std::span<const std::uint8_t> fres, std::uint64_t at, std::uint32_t count) {
+    if (count <= fre_mark_count) return 0;
+    const std::uint8_t* data = fres.data();
+    const std::uint64_t size = fres.size();
+    std::uint32_t marks = 0;
+    unsigned k = 0;
+    std::uint32_t next = mark_index(count, 0);
+    std::uint64_t previous_mark = at;
+    std::uint32_t previous_start = 0;
+    for (std::uint32_t j = 0; j < count; ++j) {
+        if (at >= size || size - at < Width + 1U) break;
+        const std::uint32_t start =
+            boost::endian::endian_load<std::uint32_t, Width, Order>(data + at);
+        const std::uint8_t info = data[at + Width];
+        if (fre_info::size_code(info) == fre_info::invalid_size_code || start < previous_start)
+            break;
+        previous_start = start;
+        if (j == next) {
+            const std::uint64_t step = at - previous_mark; // > 0: the mark moved
+            if (step == 0 || step > 0xffU) break;
+            marks |= static_cast<std::uint32_t>(step) << (8U * k);
+            previous_mark = at;
+            if (++k == fre_mark_count) break;
+            next = mark_index(count, k);
+        }
+        at += Width + 1U + (fre_info::word_count(info) << fre_info::size_code(info));
+    }
+    return marks;
+}
+
+std::uint32_t marks_of(const ByteView& frev, FreType type, std::uint64_t at, std::uint32_t count) {
+    using boost::endian::order;
+    const bool little = frev.order() == ByteOrder::Little;
+    const auto bytes = frev.bytes();
+    switch (type) {
+    case FreType::Addr1:
+        return little ? marks_of<1, order::little>(bytes, at, count)
+                      : marks_of<1, order::big>(bytes, at, count);
+    case FreType::Addr2:
+        return little ? marks_of<2, order::little>(bytes, at, count)
+                      : marks_of<2, order::big>(bytes, at, count);
+    case FreType::Addr4:
+        return little ? marks_of<4, order::little>(bytes, at, count)
+                      : marks_of<4, order::big>(bytes, at, count);
+    }
+    return 0;
 }
 
 // The `count` data words of `size` bytes at `at`, sign-extended (spec v3
 // section 2.4.1); false when they run past the FRE sub-section. One bounds
 // check covers them all.
+//
+// Up to three words (all a default FDE has) with room for a 4-byte load at
+// the last one: three 4-byte loads whatever the count and size, each
+// sign-extended by shifts, so that neither the word size nor the count is a
+// branch that varies from one lookup to the next. Words past `count` are
+// read (inside the section) and not used.
 bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned size,
                 std::int32_t* out) {
     if (!frev.contains(at, std::uint64_t{count} * size)) return false;
@@ -189,6 +323,18 @@ bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned
     using boost::endian::order;
     const std::uint8_t* p = frev.bytes().data() + at;
     const bool little = frev.order() == ByteOrder::Little;
+    if (count <= 3 && frev.contains(at, 2U * size + 4U)) {
+        const unsigned unused = 32U - 8U * size; // high bits past the word
+        for (unsigned i = 0; i < 3; ++i, p += size) {
+            if (little) {
+                const std::uint32_t raw = endian_load<std::uint32_t, 4, order::little>(p);
+                out[i] = static_cast<std::int32_t>(raw << unused) >> unused;
+            } else {
+                out[i] = endian_load<std::int32_t, 4, order::big>(p) >> unused;
+            }
+        }
+        return true;
+    }
     for (unsigned i = 0; i < count; ++i, p += size) {
         switch (size) {
         case 1:
@@ -277,6 +423,39 @@ void Section::build_indexes() {
         page_origin_ = origin;
         page_shift_ = static_cast<std::uint8_t>(shift);
     });
+    build_fre_marks();
+}
+
+void Section::build_fre_marks() {
+    // Sorted sections only: an unsorted one already spends 4 bytes per FDE
+    // on its order index, and the marks would take it past 8.
+    const std::uint32_t n = header_.num_fdes;
+    if (!order_.empty() || n == 0) return;
+    const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
+    const Geometry g = geometry();
+    std::vector<std::uint32_t> marks(n, 0);
+    bool any = false;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        // What the marks need: where the FREs begin, how many, their type.
+        // A lookup in an FDE that fails these checks fails (and says why)
+        // before it would use marks.
+        FdeCore core;
+        if (layout_->read_core != nullptr) {
+            if (!layout_->read_core(g, i, core) || (core.info & 0xfU) > 2U) continue;
+        } else {
+            Fde fde;
+            if (!layout_->read_fde(g, i, fde) ||
+                !check_fde(*layout_, fde, fre_sub_, header_.fre_len, Quiet{}))
+                continue;
+            core.fres_begin = fde.fres_begin;
+            core.num_fres = fde.num_fres;
+            core.info = static_cast<std::uint8_t>(fde.fre_type);
+        }
+        marks[i] =
+            marks_of(frev, static_cast<FreType>(core.info & 0xfU), core.fres_begin, core.num_fres);
+        any = any || marks[i] != 0;
+    }
+    if (any) fre_marks_ = std::move(marks);
 }
 
 Status Section::find_fde_into(std::uint64_t pc, Fde& out) const {
@@ -357,18 +536,9 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
 
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
     const unsigned width = 1U << static_cast<unsigned>(fde.fre_type);
-    Scan found;
-    switch (fde.fre_type) { // check_fde() saw to it that there is no other
-    case FreType::Addr1:
-        found = scan<1>(frev, fde.fres_begin, fde.num_fres, pc_offset);
-        break;
-    case FreType::Addr2:
-        found = scan<2>(frev, fde.fres_begin, fde.num_fres, pc_offset);
-        break;
-    case FreType::Addr4:
-        found = scan<4>(frev, fde.fres_begin, fde.num_fres, pc_offset);
-        break;
-    }
+    const std::uint32_t marks = index < fre_marks_.size() ? fre_marks_[index] : 0;
+    // check_fde() saw to it that the FRE type is one of the three.
+    const Scan found = scan(frev, fde.fre_type, fde.fres_begin, fde.num_fres, pc_offset, marks);
     if (found.unreadable) [[unlikely]] {
         if constexpr (!quiet) {
             Fre fre;
@@ -417,24 +587,79 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
             found.chosen);
     }
     const FreWords view{words.data(), count, size, !fre_info::cfa_base_sp(info)};
-    if (auto st = fill_row(fde, found.chosen, found.chosen_start, fre_info::mangled_ra(info), view,
-                           found.index - 1, next_start, row);
-        !st)
-        return fail(std::move(st).error());
+    fill_row_fields(fde, found.chosen_start, fre_info::mangled_ra(info), found.index - 1,
+                    next_start, row);
+    const RuleContext ctx{*abi_, header_, *layout_, found.chosen};
+    if (fde.fde_type == FdeType::Flex) {
+        if (auto st = read_flex_rules(ctx, view, row); !st) return fail(std::move(st).error());
+    } else if (!default_rules(ctx, view, row, fail)) {
+        return false;
+    }
     row.pc_begin += block_base;
     row.pc_end = fde.start + std::min<std::uint64_t>(block_base + next_start, fde.size);
     return true;
 }
 
+bool Section::quick_row(std::uint64_t pc, Row& row) const noexcept {
+    const std::uint32_t below = fdes_starting_at_or_below(pc);
+    if (below == 0 || layout_->read_core == nullptr) return false;
+    const std::uint32_t index = order_.empty() ? below - 1 : order_[below - 1];
+    FdeCore fde;
+    if (!layout_->read_core(geometry(), index, fde)) return false;
+    const unsigned fre_type = fde.info & 0xfU; // decode_info_common()
+    // Past the end as find_row() sees it (Fde::end(), which a corrupt start
+    // can wrap); below the start (a corrupt order), find_row() decides.
+    if (pc < fde.start || pc >= fde.start + fde.size || fde.num_fres == 0 ||
+        fre_type > static_cast<unsigned>(FreType::Addr4) || (fde.info & fde_info::pc_mask) != 0 ||
+        (fde.info2 & fde_info::info2_fde_type) != static_cast<unsigned>(FdeType::Default))
+        return false;
+    const std::uint64_t pc_offset = pc - fde.start;
+
+    // find_row() from here, for this case: the scan, the words, the rules.
+    const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
+    const std::uint32_t marks = index < fre_marks_.size() ? fre_marks_[index] : 0;
+    const Scan found =
+        scan(frev, static_cast<FreType>(fre_type), fde.fres_begin, fde.num_fres, pc_offset, marks);
+    if (found.unreadable || found.index == 0) return false;
+    const std::uint64_t next_start =
+        found.index < fde.num_fres ? std::min<std::uint64_t>(found.start, fde.size) : fde.size;
+    const std::uint8_t info = found.chosen_info;
+    const unsigned count = fre_info::word_count(info);
+    const unsigned size = 1U << fre_info::size_code(info);
+    std::array<std::int32_t, Fre::max_words> words;
+    if (!read_words(frev, found.chosen + (1U << fre_type) + 1U, count, size, words.data()))
+        return false;
+    row.func_start = fde.start;
+    row.func_size = fde.size;
+    row.fde_index = index;
+    row.fre_index = found.index - 1;
+    row.pc_begin = fde.start + found.chosen_start;
+    row.pc_end = fde.start + next_start;
+    row.signal_frame = layout_->has_signal_bit && (fde.info & fde_info::signal) != 0;
+    row.pauth_key_b = (fde.info & fde_info::pauth_key_b) != 0;
+    row.mangled_ra = fre_info::mangled_ra(info);
+    const FreWords view{words.data(), count, size, !fre_info::cfa_base_sp(info)};
+    return default_rules(RuleContext{*abi_, header_, *layout_, found.chosen}, view, row, Quiet{});
+}
+
 Expected<Row> Section::lookup(std::uint64_t pc) const {
-    Row row;
-    if (find_row(pc, row, Quiet{})) return row;
-    // Not found, or something in the way is malformed: the same steps again,
-    // this time keeping the error.
-    std::optional<Error> error;
-    Row again;
-    if (find_row(pc, again, Explain{error})) return again;
-    return std::move(*error);
+    // One object returned from every path, so that the row is built in the
+    // caller's Expected and not copied there.
+    Expected<Row> out{Row{}};
+    if (quick_row(pc, *out)) [[likely]]
+        return out;
+    *out = Row{}; // quick_row() may have filled some of it
+    if (!find_row(pc, *out, Quiet{})) [[unlikely]] {
+        // Not found, or something in the way is malformed: the same steps
+        // again, this time keeping the error.
+        std::optional<Error> error;
+        Row again;
+        if (find_row(pc, again, Explain{error}))
+            *out = again;
+        else
+            out = std::move(*error);
+    }
+    return out;
 }
 
 } // namespace sfunwind::sframe

@@ -132,10 +132,12 @@ class Section {
     // AMD64).
     Expected<Row> lookup(std::uint64_t pc) const;
 
-    // Memory used beyond the section bytes: the FDE order index, if any, and
-    // the page index (1 to 2 bytes per FDE; none below 64 FDEs).
+    // Memory used beyond the section bytes: the FDE order index, if any, the
+    // page index (1 to 2 bytes per FDE; none below 64 FDEs) and the FRE
+    // marks (4 bytes per FDE, sorted sections only).
     std::size_t extra_memory() const noexcept {
-        return (order_.capacity() + pages_.capacity()) * sizeof(std::uint32_t);
+        return (order_.capacity() + pages_.capacity() + fre_marks_.capacity()) *
+               sizeof(std::uint32_t);
     }
 
   private:
@@ -146,8 +148,13 @@ class Section {
     // them), the FDE search, and the row search behind lookup(), run with a
     // Report that either only fails or explains (layout.hpp).
     void build_indexes();
+    void build_fre_marks();
     std::uint32_t fdes_starting_at_or_below(std::uint64_t pc) const noexcept;
     template <typename Report> bool find_row(std::uint64_t pc, Row& row, const Report& fail) const;
+    // The common case of find_row() in fewer steps (v3, a PC-increment FDE
+    // of the default type with FREs, nothing malformed); false for
+    // anything else, which find_row() then does.
+    bool quick_row(std::uint64_t pc, Row& row) const noexcept;
     // The workers behind fde(), fre_at(), row() and find_fde(): they fill a
     // caller's object, so a lookup copies no Fde or Fre through an Expected.
     Status decode_fde(std::uint32_t index, Fde& out) const;
@@ -171,6 +178,11 @@ class Section {
     std::vector<std::uint32_t> pages_;
     std::uint64_t page_origin_ = 0; // the lowest FDE start
     std::uint8_t page_shift_ = 0;
+    // FRE marks, one word per FDE (section order): where four of its FREs,
+    // evenly spaced by index, lie, so that a lookup scans from the last mark
+    // at or below the PC instead of from the first FRE (section_lookup.cpp).
+    // Empty for unsorted sections, whose order index takes that memory.
+    std::vector<std::uint32_t> fre_marks_;
 };
 
 } // namespace sfunwind::sframe
