@@ -68,7 +68,7 @@ TEST_CASE("callee-saved: a push, a write, a call and the restoring pop", "[calle
     // Written: only the slot has it, across the call.
     CHECK(f->at(0x1004, rbx) == RegRule::at_cfa(-16));
     CHECK(f->at(0x1006, rbx) == RegRule::at_cfa(-16)); // inside the call (a return address - 1)
-    CHECK(f->at(0x1012, rbx) == RegRule::at_cfa(-16));
+    CHECK(f->at(0x1009, rbx) == RegRule::at_cfa(-16));
     // Popped from its own slot: the register has it again.
     CHECK(f->at(0x100a, rbx) == RegRule::same_value(RegRule::Source::Fre));
     CHECK(f->slot_at(0x100a, 0) == -16);
