@@ -21,7 +21,7 @@
 # build it). That directory is outside the repository, so it is bind-mounted
 # into the chroot (SFUNWIND_CHROOT_BINDS).
 #
-#   bench/run_all.sh              everything (about 4 minutes on 2 busy cores,
+#   bench/run_all.sh              everything (about 12 minutes on 2 busy cores,
 #                                 plus the builds the first time)
 #   BUDGET_MS=500 bench/run_all.sh  shorter timing per comparison (default 1500)
 #   SKIP_LOOKUP=1                 leave out the Google Benchmark suite
