@@ -10,7 +10,7 @@
 #      --compare-cfi, live and on core dumps), GDB 13 and LLDB 19 tests
 #   3. the CTest suite again under ASan + UBSan (preset "sanitize"), and a
 #      short run of every libFuzzer target (scripts/fuzz.sh, clang, ASan +
-#      UBSan; SFUNWIND_FUZZ_SECONDS per target, default 30)
+#      UBSan; SFUNWIND_FUZZ_SECONDS per target, default 20)
 #   4. the Debian sid chroot (scripts/sid-chroot.sh ensure; cached), and the
 #      suites that need its tools: GDB 18, LLDB 23, programs linked against
 #      sid's glibc, and the Debian package installed on the host and in the
@@ -23,7 +23,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo" || exit 1
 jobs=${JOBS:-$(nproc)}
-fuzz_seconds=${SFUNWIND_FUZZ_SECONDS:-30}
+fuzz_seconds=${SFUNWIND_FUZZ_SECONDS:-20}
 passed=0
 failed=0
 failures=()

@@ -265,7 +265,7 @@ TEST_CASE("write_debug_frame: the analysis run ahead on threads writes the same 
     const auto code = [&program](std::uint64_t vaddr, std::uint64_t size) {
         return program.loaded_bytes(vaddr, size);
     };
-    for (const unsigned threads : {1U, 2U, 3U}) {
+    for (const unsigned threads : {1U, 3U}) { // 2: `ahead` below
         INFO("threads " << threads);
         cfi::DebugFrameOptions options;
         options.callee_saved = callee_saved::debug_frame_rules(

@@ -39,7 +39,7 @@ using test::put_le;
 // Offset of section header `index` / program header `index` in a 64-bit
 // little-endian image (gABI: e_shoff at 0x28, e_phoff at 0x20).
 std::size_t shdr_at(const std::vector<std::uint8_t>& b, std::uint32_t index) {
-    return static_cast<std::size_t>(get_le(b, 0x28, 8)) + index * 64U;
+    return static_cast<std::size_t>(get_le(b, 0x28, 8)) + std::size_t{index} * 64U;
 }
 std::size_t phdr_at(const std::vector<std::uint8_t>& b, std::size_t index) {
     return static_cast<std::size_t>(get_le(b, 0x20, 8)) + index * 56U;
