@@ -45,14 +45,18 @@ struct Starts {
 // The start of FDE i (in section order). Field, Stride and Order are the
 // layout's Layout::start_field_size and Layout::fde_size and the section's
 // byte order as constants, so that a probe is a shift, an add and a load.
-template <typename Field, std::uint64_t Stride, boost::endian::order Order> struct StartAt {
+//
+// Checked: whether each read is bounds-checked. Always in bounds for i <
+// num_fdes, as parse() checked that num_fdes records fit; quick_v3() reads
+// no other (and is not used on a section without FDEs), and saves the
+// check. The general path keeps it, at the price of one predictable branch.
+template <typename Field, std::uint64_t Stride, boost::endian::order Order, bool Checked = true>
+struct StartAt {
     std::uint64_t operator()(const Starts& s, std::uint32_t i) const noexcept {
         const std::uint64_t at = s.first + std::uint64_t{i} * Stride;
         const auto bytes = s.view.bytes();
-        // Always true: parse() checked that num_fdes records fit. Checked
-        // anyway, at the price of one predictable branch.
         const Field field =
-            at <= bytes.size() && bytes.size() - at >= sizeof(Field)
+            !Checked || (at <= bytes.size() && bytes.size() - at >= sizeof(Field))
                 ? boost::endian::endian_load<Field, sizeof(Field), Order>(bytes.data() + at)
                 : Field{0};
         return s.vaddr + (at & s.pcrel) + static_cast<std::uint64_t>(std::int64_t{field});
@@ -206,8 +210,11 @@ template <unsigned Width, boost::endian::order Order>
         at = where[passed];
         i = passed == 0 ? 0 : mark_index(count, passed - 1);
     }
+    // The last offset at which an FRE's start and info byte fit.
+    const std::uint64_t last_at = size >= Width + 1U ? size - (Width + 1U) : 0;
+    const bool room = size >= Width + 1U;
     for (; i < count; ++i) {
-        if (at >= size || size - at < Width + 1U) {
+        if (at > last_at || !room) {
             r.unreadable = true;
             break;
         }
@@ -357,18 +364,26 @@ bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned
 
 } // namespace
 
+bool Section::page_range(std::uint64_t pc, std::uint32_t& lo, std::uint32_t& n) const noexcept {
+    if (pages_.empty()) return true;
+    // The page index narrows the search to the FDEs that start in pc's
+    // page: those before it all start at or below pc, those after above.
+    if (pc < page_origin_) return false;
+    const std::uint64_t page = (pc - page_origin_) >> page_shift_;
+    if (page + 1 >= pages_.size()) { // past the highest start: all of them
+        lo = n;
+        n = 0;
+        return true;
+    }
+    lo = pages_[page];
+    n = pages_[page + 1] - lo;
+    return true;
+}
+
 std::uint32_t Section::fdes_starting_at_or_below(std::uint64_t pc) const noexcept {
     std::uint32_t lo = 0;
     std::uint32_t n = header_.num_fdes;
-    if (!pages_.empty()) {
-        // The page index narrows the search to the FDEs that start in pc's
-        // page: those before it all start at or below pc, those after above.
-        if (pc < page_origin_) return 0;
-        const std::uint64_t page = (pc - page_origin_) >> page_shift_;
-        if (page + 1 >= pages_.size()) return n; // past the highest start
-        lo = pages_[page];
-        n = pages_[page + 1] - lo;
-    }
+    if (!page_range(pc, lo, n)) return 0;
     const Starts s{view_, fde_sub_, vaddr_, header_.pcrel() ? ~std::uint64_t{0} : 0,
                    order_.empty() ? nullptr : order_.data()};
     std::uint32_t count = 0;
@@ -423,6 +438,8 @@ void Section::build_indexes() {
         page_origin_ = origin;
         page_shift_ = static_cast<std::uint8_t>(shift);
     });
+    quick_v3_ = layout_->read_core != nullptr && order_.empty() && n > 0 &&
+                layout_->start_field_size == 8 && layout_->fde_size == 16;
     build_fre_marks();
 }
 
@@ -601,9 +618,22 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
 }
 
 bool Section::quick_row(std::uint64_t pc, Row& row) const noexcept {
-    const std::uint32_t below = fdes_starting_at_or_below(pc);
-    if (below == 0 || layout_->read_core == nullptr) return false;
-    const std::uint32_t index = order_.empty() ? below - 1 : order_[below - 1];
+    if (!quick_v3_) return false;
+    return view_.order() == ByteOrder::Little ? quick_v3<true>(pc, row) : quick_v3<false>(pc, row);
+}
+
+template <bool Little> bool Section::quick_v3(std::uint64_t pc, Row& row) const noexcept {
+    constexpr auto order = Little ? boost::endian::order::little : boost::endian::order::big;
+    // The FDE search with the v3 start reader fixed (8-byte fields in
+    // 16-byte index records: with_start_reader()).
+    std::uint32_t lo = 0;
+    std::uint32_t n = header_.num_fdes;
+    if (!page_range(pc, lo, n)) return false;
+    const Starts s{view_, fde_sub_, vaddr_, header_.pcrel() ? ~std::uint64_t{0} : 0, nullptr};
+    const std::uint32_t below =
+        count_at_or_below<false>(s, StartAt<std::int64_t, 16, order, false>{}, lo, n, pc);
+    if (below == 0) return false;
+    const std::uint32_t index = below - 1;
     FdeCore fde;
     if (!layout_->read_core(geometry(), index, fde)) return false;
     const unsigned fre_type = fde.info & 0xfU; // decode_info_common()
@@ -618,8 +648,18 @@ bool Section::quick_row(std::uint64_t pc, Row& row) const noexcept {
     // find_row() from here, for this case: the scan, the words, the rules.
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
     const std::uint32_t marks = index < fre_marks_.size() ? fre_marks_[index] : 0;
-    const Scan found =
-        scan(frev, static_cast<FreType>(fre_type), fde.fres_begin, fde.num_fres, pc_offset, marks);
+    Scan found;
+    switch (static_cast<FreType>(fre_type)) {
+    case FreType::Addr1:
+        found = scan<1, order>(frev.bytes(), fde.fres_begin, fde.num_fres, pc_offset, marks);
+        break;
+    case FreType::Addr2:
+        found = scan<2, order>(frev.bytes(), fde.fres_begin, fde.num_fres, pc_offset, marks);
+        break;
+    default:
+        found = scan<4, order>(frev.bytes(), fde.fres_begin, fde.num_fres, pc_offset, marks);
+        break;
+    }
     if (found.unreadable || found.index == 0) return false;
     const std::uint64_t next_start =
         found.index < fde.num_fres ? std::min<std::uint64_t>(found.start, fde.size) : fde.size;
