@@ -32,10 +32,7 @@ int run(const Program& p, std::chrono::milliseconds budget) {
         std::printf("  not x86-64: the analysis covers x86-64 only\n");
         return 0;
     }
-    const cs::RowAt rows = [&](std::uint64_t pc) -> std::optional<sfunwind::Row> {
-        auto r = section.lookup(pc);
-        return r ? std::optional<sfunwind::Row>(*r) : std::nullopt;
-    };
+    const cs::RowAt rows = cs::rows_from(&section);
     const cs::CodeAt code = [&](std::uint64_t vaddr, std::uint64_t size) {
         return p.file.loaded_bytes(vaddr, size);
     };

@@ -45,10 +45,7 @@ class DebugFile {
 };
 
 callee_saved::RowAt rows_of(const sframe::Section& section) {
-    return [&section](std::uint64_t pc) -> std::optional<Row> {
-        auto r = section.lookup(pc);
-        return r ? std::optional<Row>(*r) : std::nullopt;
-    };
+    return callee_saved::rows_from(&section);
 }
 
 cfi::DebugFrameOptions with_analysis(const elf::ElfFile& program, const sframe::Section& section) {

@@ -134,13 +134,8 @@ cfi::CalleeSavedRules debug_frame_rules(const sframe::Section& section, CodeAt c
     for (std::uint32_t i = 0; i < section.fde_count(); ++i)
         if (auto fde = section.fde(i); fde && fde->pc_type != sframe::PcType::Mask)
             functions.push_back({fde->start, fde->size});
-    return debug_frame_rules(
-        section.abi(), std::move(code),
-        [&section](std::uint64_t pc) -> std::optional<Row> {
-            auto r = section.lookup(pc);
-            return r ? std::optional<Row>(*r) : std::nullopt;
-        },
-        std::move(functions), threads);
+    return debug_frame_rules(section.abi(), std::move(code), rows_from(&section),
+                             std::move(functions), threads);
 }
 
 } // namespace sfunwind::callee_saved

@@ -30,18 +30,15 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
     if (!cfi) return std::move(cfi).error();
     const Abi& abi = section->abi();
     if (!callee_saved::supported(abi))
-        return Error(Errc::Unsupported, file.name() + ": callee-saved registers are not recovered "
-                                                      "from " +
+        return Error(Errc::Unsupported, file.name() +
+                                            ": callee-saved registers are not recovered "
+                                            "from " +
                                             std::string(abi.name) + " code");
 
     CalleeSavedReport report;
     report.file = file.name();
     report.abi = std::string(abi.name);
-    const callee_saved::RowAt rows = [&](std::uint64_t pc) -> std::optional<Row> {
-        auto r = section->lookup(pc);
-        if (!r) return std::nullopt;
-        return *r;
-    };
+    const callee_saved::RowAt rows = callee_saved::rows_from(&*section);
 
     // A file without .gcc_except_table has no exception landing pads.
     callee_saved::CodeFacts facts{file.has_section(".gcc_except_table"), {}};

@@ -74,12 +74,23 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sfunwind::callee_saved {
 
 // The SFrame row that covers a link-time PC, or nullopt.
 using RowAt = std::function<std::optional<Row>(std::uint64_t pc)>;
+
+// RowAt over a row table (an sframe::Section, a RowSource: anything with
+// lookup(pc) -> Expected<Row>) that `table` points to, raw or shared; the
+// callback keeps the pointer. A lookup error reads as "no row".
+template <class TablePtr> RowAt rows_from(TablePtr table) {
+    return [table = std::move(table)](std::uint64_t pc) -> std::optional<Row> {
+        auto row = table->lookup(pc);
+        return row ? std::optional<Row>(std::move(*row)) : std::nullopt;
+    };
+}
 
 struct Limits {
     std::uint64_t max_bytes = 1U << 20;  // code per function

@@ -66,11 +66,7 @@ std::unique_ptr<ModuleRules> module_rules(FilePtr file, std::shared_ptr<const Ro
     return std::make_unique<ModuleRules>(
         abi,
         [file](std::uint64_t vaddr, std::uint64_t size) { return file->loaded_bytes(vaddr, size); },
-        [rows = std::move(rows)](std::uint64_t pc) -> std::optional<Row> {
-            auto r = rows->lookup(pc);
-            return r ? std::optional<Row>(*r) : std::nullopt;
-        },
-        std::move(facts));
+        rows_from(std::move(rows)), std::move(facts));
 }
 
 // Whether the function that starts at link-time `target` can never return
