@@ -213,6 +213,12 @@ template <unsigned Width, boost::endian::order Order>
     // The last offset at which an FRE's start and info byte fit.
     const std::uint64_t last_at = size >= Width + 1U ? size - (Width + 1U) : 0;
     const bool room = size >= Width + 1U;
+    // The chosen FRE in locals, stored into r once at the end: r is written
+    // through a pointer that the byte loads from `data` may alias, so
+    // storing to it in the loop would keep every field in memory.
+    std::uint64_t chosen = r.chosen;
+    std::uint32_t chosen_start = r.chosen_start;
+    std::uint8_t chosen_info = r.chosen_info;
     for (; i < count; ++i) {
         if (at > last_at || !room) {
             r.unreadable = true;
@@ -229,11 +235,14 @@ template <unsigned Width, boost::endian::order Order>
             r.start = start;
             break;
         }
-        r.chosen = at;
-        r.chosen_start = start;
-        r.chosen_info = info;
+        chosen = at;
+        chosen_start = start;
+        chosen_info = info;
         at += Width + 1U + (fre_info::word_count(info) << fre_info::size_code(info));
     }
+    r.chosen = chosen;
+    r.chosen_start = chosen_start;
+    r.chosen_info = chosen_info;
     r.index = i;
     r.at = at;
     return r;
