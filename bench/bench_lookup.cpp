@@ -170,7 +170,8 @@ void size_counters(benchmark::State& state, const Case& c) {
     state.counters["extra_bytes_per_fde"] = extra / fdes;
 }
 
-void bm_lookup(benchmark::State& state, const Case& c) {
+// Not inlined: bench/lookup_instructions.py counts its calls to lookup().
+[[gnu::noinline]] void bm_lookup(benchmark::State& state, const Case& c) {
     const sframe::Section& section = *c.section;
     const std::size_t mask = c.pcs.size() - 1;
     std::size_t i = 0;

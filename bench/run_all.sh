@@ -4,7 +4,9 @@
 #
 #   host (build/speed, Release, bookworm g++ 12):
 #     sfunwind_bench_lookup   Google Benchmark: lookup, FDE search, parse,
-#                             validate on the large sections (bench/run_lookup.sh)
+#                             validate on the large sections (bench/run_lookup.sh);
+#                             then under Callgrind, instructions per lookup
+#                             (bench/lookup_instructions.py, when valgrind is installed)
 #     sfunwind_bench_libdw    against libdw's dwarf_cfi_addrframe on .eh_frame
 #     sfunwind_bench_open     open / index / validate per MB, memory per FDE
 #   sid chroot (build/sid-speed, Release, gcc 16, libsframe-dev 2.47):
@@ -101,11 +103,17 @@ if [[ -z ${SKIP_LOOKUP:-} ]]; then
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_out="$OUT/bench_lookup.json" --benchmark_out_format=json
   python3 "$HERE/summarize_lookup.py" "$OUT/bench_lookup.json" | tee "$OUT/lookup_summary.txt"
+  if command -v valgrind >/dev/null; then
+    run instructions python3 "$HERE/lookup_instructions.py" "sqlite3-gas-2.47 v3" "sqlite3-gas-2.47 v3 shuffled" \
+      "sqlite3-clang-23 v2"
+  else
+    log "valgrind not installed: no instruction counts (apt-get install valgrind)"
+  fi
 fi
 
 if [[ -z ${SKIP_DEBUGGERS:-} ]]; then
   log "the big program (cached after the first build)"
-  BIG=$("$HERE/big_program/make.sh")
+  BIG_DIR=$("$HERE/big_program/make.sh")
   log "host debugger modules (build/speed-debuggers)"
   cmake -S "$REPO" -B build/speed-debuggers -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSFUNWIND_WERROR=ON \
     -DSFUNWIND_BUILD_TESTS=OFF -DSFUNWIND_BUILD_CLI=OFF >/dev/null
@@ -119,16 +127,17 @@ if [[ -z ${SKIP_DEBUGGERS:-} ]]; then
   HOST_LLDB=build/speed-debuggers/plugin/libsfunwind_lldb.so
   SID_GDB=build/sid-speed-debuggers/gdb-python/sfunwind.py
   SID_LLDB=build/sid-speed-debuggers/plugin/libsfunwind_lldb.so
-  FIRST_BT=(python3 "$HERE/big_program/first_bt.py" --dir "$BIG" --rounds "${ROUNDS:-3}")
-  in_chroot() { SFUNWIND_CHROOT_BINDS="$BIG" "$CHROOT" run -- "$@"; }
-  run first_bt_host "${FIRST_BT[@]}" --twins host- --work "$BIG/bench-host" --gdb gdb --gdb-loader "$HOST_GDB" \
+  FIRST_BT=(python3 "$HERE/big_program/first_bt.py" --dir "$BIG_DIR" --rounds "${ROUNDS:-3}")
+  # shellcheck disable=SC2317  # called through run()
+  in_chroot() { SFUNWIND_CHROOT_BINDS="$BIG_DIR" "$CHROOT" run -- "$@"; }
+  run first_bt_host "${FIRST_BT[@]}" --twins host- --work "$BIG_DIR/bench-host" --gdb gdb --gdb-loader "$HOST_GDB" \
     --lldb lldb-19 --lldb-plugin "$HOST_LLDB"
-  run first_bt_sid in_chroot "${FIRST_BT[@]}" --work "$BIG/bench" --gdb gdb --gdb-loader "$SID_GDB" \
+  run first_bt_sid in_chroot "${FIRST_BT[@]}" --work "$BIG_DIR/bench" --gdb gdb --gdb-loader "$SID_GDB" \
     --lldb lldb-23 --lldb-plugin "$SID_LLDB" --lldb-parallel-off
   run walk_gdb13_deep python3 tests/gdb/bench_bt.py --gdb gdb --loader "$HOST_GDB"
-  run walk_gdb13_big python3 tests/gdb/bench_bt.py --gdb gdb --loader "$HOST_GDB" --program "$BIG/host-both/big"
+  run walk_gdb13_big python3 tests/gdb/bench_bt.py --gdb gdb --loader "$HOST_GDB" --program "$BIG_DIR/host-both/big"
   run walk_gdb18_deep in_chroot python3 tests/gdb/bench_bt.py --gdb gdb --loader "$SID_GDB"
-  run walk_gdb18_big in_chroot python3 tests/gdb/bench_bt.py --gdb gdb --loader "$SID_GDB" --program "$BIG/both/big"
+  run walk_gdb18_big in_chroot python3 tests/gdb/bench_bt.py --gdb gdb --loader "$SID_GDB" --program "$BIG_DIR/both/big"
   run walk_lldb19 env LLDB_DEBUGSERVER_PATH=/usr/lib/llvm-19/bin/lldb-server \
     python3 tests/lldb/test_bench.py --plugin "$HOST_LLDB" --lldb lldb-19 --work build/speed-debuggers/bench-work
   run walk_lldb23 in_chroot python3 tests/lldb/test_bench.py --plugin "$SID_LLDB" --lldb lldb-23 \
@@ -138,6 +147,10 @@ fi
 echo
 echo "== ratios (best of rounds, same PCs, same section; full output in ${OUT#"$REPO"/}/) =="
 grep -h -E '^  sfunwind vs ' "$OUT/libsframe.txt" "$OUT/libdw.txt" | sed 's/^  //' || true
+if [[ -z ${SKIP_LOOKUP:-} && -f $OUT/instructions.txt ]]; then
+  echo "== instructions per lookup (Callgrind; v3 in place: the quick path; the others: the general path) =="
+  cat "$OUT/instructions.txt"
+fi
 echo "== open / index / validate per MB, memory per FDE =="
 grep -h -E '^[^ ]|ms/MB|B/FDE' "$OUT/open.txt" | grep -v 'validate found' || true
 grep -h -E 'open: sframe_decode|memory beyond' "$OUT/libsframe.txt" | sed 's/^  /  libsframe comparison: /' || true
