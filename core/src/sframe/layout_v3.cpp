@@ -13,15 +13,15 @@
 //   0x02 uint8  sfda_func_info     (bit 7: signal frame)
 //   0x03 uint8  sfda_func_info2    (bits 0-4: FDE type)
 //   0x04 uint8  sfda_func_rep_size
-#include "layout.hpp"
+#include "layout_v3.hpp"
 
 #include <string>
 
 namespace sfunwind::sframe {
 namespace {
 
-constexpr std::uint32_t fde_size = 16;
-constexpr std::uint32_t attr_size = 5;
+using v3::attr_size;
+using v3::fde_size;
 
 template <typename Report>
 bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
@@ -69,20 +69,9 @@ bool read(const Geometry& g, std::uint32_t index, Fde& f, const Report& fail) {
 // the rest: both records lie in the section, the attribute record in the
 // FRE sub-section.
 bool read_core(const Geometry& g, std::uint32_t index, FdeCore& f) noexcept {
-    const std::uint64_t at = g.fde_sub + std::uint64_t{index} * fde_size;
-    Record<fde_size> entry;
-    if (!entry.read(g.view, at)) return false;
-    f.start = function_start(g, at, entry.get<std::int64_t, 0>());
-    f.size = entry.get<std::uint32_t, 8>();
-    const auto fre_offset = entry.get<std::uint32_t, 12>();
-    if (fre_offset > g.fre_len || g.fre_len - fre_offset < attr_size) return false;
-    Record<attr_size> attr;
-    if (!attr.read(g.view, g.fre_sub + fre_offset)) return false;
-    f.num_fres = attr.get<std::uint16_t, 0>();
-    f.info = attr.get<std::uint8_t, 2>();
-    f.info2 = attr.get<std::uint8_t, 3>();
-    f.fres_begin = g.fre_sub + fre_offset + attr_size;
-    return true;
+    return g.view.order() == ByteOrder::Little
+               ? v3::read_core<boost::endian::order::little>(g, index, f)
+               : v3::read_core<boost::endian::order::big>(g, index, f);
 }
 
 void write(const FdeFields& f, ByteOrder order, std::span<std::uint8_t> entry,

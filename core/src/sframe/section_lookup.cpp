@@ -15,6 +15,7 @@
 // only when that fails is it run again with Explain, to say what went wrong
 // and where (layout.hpp).
 #include "layout.hpp"
+#include "layout_v3.hpp"
 #include "rules.hpp"
 #include "sfunwind/sframe/section.hpp"
 
@@ -332,17 +333,17 @@ std::uint32_t marks_of(const ByteView& frev, FreType type, std::uint64_t at, std
 // sign-extended by shifts, so that neither the word size nor the count is a
 // branch that varies from one lookup to the next. Words past `count` are
 // read (inside the section) and not used.
+template <boost::endian::order Order>
 bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned size,
                 std::int32_t* out) {
     if (!frev.contains(at, std::uint64_t{count} * size)) return false;
     using boost::endian::endian_load;
     using boost::endian::order;
     const std::uint8_t* p = frev.bytes().data() + at;
-    const bool little = frev.order() == ByteOrder::Little;
     if (count <= 3 && frev.contains(at, 2U * size + 4U)) {
         const unsigned unused = 32U - 8U * size; // high bits past the word
         for (unsigned i = 0; i < 3; ++i, p += size) {
-            if (little) {
+            if constexpr (Order == order::little) {
                 const std::uint32_t raw = endian_load<std::uint32_t, 4, order::little>(p);
                 out[i] = static_cast<std::int32_t>(raw << unused) >> unused;
             } else {
@@ -359,16 +360,22 @@ bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned
             out[i] = endian_load<std::int8_t, 1, order::little>(p);
             break;
         case 2:
-            out[i] = little ? endian_load<std::int16_t, 2, order::little>(p)
-                            : endian_load<std::int16_t, 2, order::big>(p);
+            out[i] = endian_load<std::int16_t, 2, Order>(p);
             break;
         default:
-            out[i] = little ? endian_load<std::int32_t, 4, order::little>(p)
-                            : endian_load<std::int32_t, 4, order::big>(p);
+            out[i] = endian_load<std::int32_t, 4, Order>(p);
             break;
         }
     }
     return true;
+}
+
+// read_words() in the section's byte order, known at run time.
+bool read_words(const ByteView& frev, std::uint64_t at, unsigned count, unsigned size,
+                std::int32_t* out) {
+    using boost::endian::order;
+    return frev.order() == ByteOrder::Little ? read_words<order::little>(frev, at, count, size, out)
+                                             : read_words<order::big>(frev, at, count, size, out);
 }
 
 } // namespace
@@ -640,11 +647,11 @@ template <bool Little> bool Section::quick_v3(std::uint64_t pc, Row& row) const 
     if (!page_range(pc, lo, n)) return false;
     const Starts s{view_, fde_sub_, vaddr_, header_.pcrel() ? ~std::uint64_t{0} : 0, nullptr};
     const std::uint32_t below =
-        count_at_or_below<false>(s, StartAt<std::int64_t, 16, order, false>{}, lo, n, pc);
+        count_at_or_below<false>(s, StartAt<std::int64_t, v3::fde_size, order, false>{}, lo, n, pc);
     if (below == 0) return false;
     const std::uint32_t index = below - 1;
     FdeCore fde;
-    if (!layout_->read_core(geometry(), index, fde)) return false;
+    if (!v3::read_core<order>(geometry(), index, fde)) return false;
     const unsigned fre_type = fde.info & 0xfU; // decode_info_common()
     // Past the end as find_row() sees it (Fde::end(), which a corrupt start
     // can wrap); below the start (a corrupt order), find_row() decides.
@@ -676,7 +683,7 @@ template <bool Little> bool Section::quick_v3(std::uint64_t pc, Row& row) const 
     const unsigned count = fre_info::word_count(info);
     const unsigned size = 1U << fre_info::size_code(info);
     std::array<std::int32_t, Fre::max_words> words;
-    if (!read_words(frev, found.chosen + (1U << fre_type) + 1U, count, size, words.data()))
+    if (!read_words<order>(frev, found.chosen + (1U << fre_type) + 1U, count, size, words.data()))
         return false;
     row.func_start = fde.start;
     row.func_size = fde.size;
