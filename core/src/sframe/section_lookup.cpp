@@ -49,7 +49,8 @@ struct Starts {
 //
 // Checked: whether each read is bounds-checked. Always in bounds for i <
 // num_fdes, as parse() checked that num_fdes records fit; quick_v3() reads
-// no other (and is not used on a section without FDEs), and saves the
+// no other (its indices, and the order index's entries, are below
+// num_fdes; it is not used on a section without FDEs), and saves the
 // check. The general path keeps it, at the price of one predictable branch.
 template <typename Field, std::uint64_t Stride, boost::endian::order Order, bool Checked = true>
 struct StartAt {
@@ -454,8 +455,8 @@ void Section::build_indexes() {
         page_origin_ = origin;
         page_shift_ = static_cast<std::uint8_t>(shift);
     });
-    quick_v3_ = layout_->read_core != nullptr && order_.empty() && n > 0 &&
-                layout_->start_field_size == 8 && layout_->fde_size == 16;
+    quick_v3_ = layout_->read_core != nullptr && n > 0 && layout_->start_field_size == 8 &&
+                layout_->fde_size == 16;
     build_fre_marks();
 }
 
@@ -645,11 +646,14 @@ template <bool Little> bool Section::quick_v3(std::uint64_t pc, Row& row) const 
     std::uint32_t lo = 0;
     std::uint32_t n = header_.num_fdes;
     if (!page_range(pc, lo, n)) return false;
-    const Starts s{view_, fde_sub_, vaddr_, header_.pcrel() ? ~std::uint64_t{0} : 0, nullptr};
-    const std::uint32_t below =
-        count_at_or_below<false>(s, StartAt<std::int64_t, v3::fde_size, order, false>{}, lo, n, pc);
+    const bool indexed = !order_.empty();
+    const Starts s{view_, fde_sub_, vaddr_, header_.pcrel() ? ~std::uint64_t{0} : 0,
+                   indexed ? order_.data() : nullptr};
+    const StartAt<std::int64_t, v3::fde_size, order, false> start;
+    const std::uint32_t below = indexed ? count_at_or_below<true>(s, start, lo, n, pc)
+                                        : count_at_or_below<false>(s, start, lo, n, pc);
     if (below == 0) return false;
-    const std::uint32_t index = below - 1;
+    const std::uint32_t index = indexed ? order_[below - 1] : below - 1;
     FdeCore fde;
     if (!v3::read_core<order>(geometry(), index, fde)) return false;
     const unsigned fre_type = fde.info & 0xfU; // decode_info_common()

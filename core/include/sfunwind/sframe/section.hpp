@@ -155,8 +155,8 @@ class Section {
     // of the default type with FREs, nothing malformed); false for
     // anything else, which find_row() then does.
     bool quick_row(std::uint64_t pc, Row& row) const noexcept;
-    // quick_row() for a v3 section searched in place, in byte order Little
-    // or big, its FDE start reader fixed at compile time.
+    // quick_row() for a v3 section, in byte order Little or big, its FDE
+    // start reader fixed at compile time.
     template <bool Little> bool quick_v3(std::uint64_t pc, Row& row) const noexcept;
     // The FDEs (in start order) whose starts the page index puts in pc's
     // page: [lo, lo + n) of [0, num_fdes), narrowed only when there are
@@ -190,7 +190,7 @@ class Section {
     // at or below the PC instead of from the first FRE (section_lookup.cpp).
     // Empty for unsorted sections, whose order index takes that memory.
     std::vector<std::uint32_t> fre_marks_;
-    // quick_v3() applies: v3 (its layout has read_core) and searched in place.
+    // quick_v3() applies: v3 (its layout has read_core), with FDEs.
     bool quick_v3_ = false;
 };
 
