@@ -84,11 +84,9 @@ struct Ahead {
         work(0);
         for (std::size_t t = 0; t < pool.size(); ++t)
             pool[t].join();
-        // Indices no started thread took (thread creation failed).
+        // The shares of threads that could not be started.
         for (std::size_t t = pool.size() + 1; t < threads; ++t)
-            for (std::size_t i = begin + t; i < end; i += threads)
-                batch[i - begin] =
-                    changes_of(*abi, code, rows, functions[i].start, functions[i].size);
+            work(t);
     }
 
     std::vector<cfi::CalleeSavedChange> get(std::uint64_t start, std::uint64_t size) {

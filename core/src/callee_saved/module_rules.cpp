@@ -71,22 +71,23 @@ std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::ui
     const std::size_t n = std::min({out.size(), regs.size(), FunctionRules::max_registers});
     std::array<RegRule, FunctionRules::max_registers> found{};
     rules.at(lookup_pc, std::span<RegRule>(found.data(), n));
-    // A slot's address, unless it wraps (then it is not read).
-    auto slot_of = [cfa](const RegRule& r) -> std::optional<std::uint64_t> {
-        const std::uint64_t slot = cfa + static_cast<std::uint64_t>(std::int64_t{r.offset});
-        const bool wraps = r.offset < 0 ? slot > cfa : slot < cfa;
-        if (wraps) return std::nullopt;
-        return slot;
-    };
+    // Each saved register's slot address, unless it wraps (then it is not
+    // read).
+    std::array<std::optional<std::uint64_t>, FunctionRules::max_registers> slots{};
+    for (std::size_t i = 0; i < n; ++i) {
+        if (found[i].kind != RegRule::Kind::AtCfa) continue;
+        const std::int32_t offset = found[i].offset;
+        const std::uint64_t slot = cfa + static_cast<std::uint64_t>(std::int64_t{offset});
+        if (offset < 0 ? slot <= cfa : slot >= cfa) slots[i] = slot;
+    }
     // The slots lie together in the frame's register save area: one read
     // of the range that holds them all costs a bridge one request (GDB's
     // JIT reader: a target read each) instead of one per register.
     std::uint64_t low = ~std::uint64_t{0}, high = 0;
     for (std::size_t i = 0; i < n; ++i) {
-        if (found[i].kind != RegRule::Kind::AtCfa) continue;
-        if (const auto slot = slot_of(found[i]); slot && *slot <= ~std::uint64_t{0} - 8) {
-            low = std::min(low, *slot);
-            high = std::max(high, *slot + 8);
+        if (slots[i] && *slots[i] <= ~std::uint64_t{0} - 8) {
+            low = std::min(low, *slots[i]);
+            high = std::max(high, *slots[i] + 8);
         }
     }
     constexpr std::uint64_t max_span = 256;
@@ -99,7 +100,7 @@ std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::ui
         if (found[i].kind == RegRule::Kind::SameValue) {
             s.kind = SavedRegister::Kind::SameValue;
         } else if (found[i].kind == RegRule::Kind::AtCfa) {
-            const auto slot = slot_of(found[i]);
+            const auto& slot = slots[i];
             if (!slot) continue;
             std::array<std::uint8_t, 8> bytes{};
             bool read = false;

@@ -175,7 +175,7 @@ std::optional<CfiBytes> eh_frame_bytes(const elf::ElfFile& file, std::vector<Err
                                 s->offset);
             return std::nullopt;
         }
-        const auto bytes = file.section_bytes(".eh_frame");
+        const auto bytes = file.section_bytes(*s);
         if (!bytes) {
             errors.emplace_back(Errc::Io, file.name() + ": .eh_frame cannot be read", s->offset);
             return std::nullopt;
@@ -224,7 +224,7 @@ std::optional<CfiBytes> eh_frame_bytes(const elf::ElfFile& file, std::vector<Err
 std::optional<CfiBytes> debug_frame_bytes(const elf::ElfFile& file) {
     const elf::SectionInfo* s = file.section(".debug_frame");
     if (s == nullptr || !s->in_file) return std::nullopt;
-    const auto bytes = file.section_bytes(".debug_frame");
+    const auto bytes = file.section_bytes(*s);
     if (!bytes) return std::nullopt;
     return CfiBytes{*bytes, s->vaddr, ".debug_frame"};
 }

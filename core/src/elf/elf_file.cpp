@@ -428,9 +428,13 @@ bool ElfFile::has_section(const std::string& name) const {
 
 std::optional<std::span<const std::uint8_t>> ElfFile::section_bytes(const std::string& name) const {
     const SectionInfo* s = section(name);
-    if (s == nullptr || !s->in_file || !impl_->image.ensure(s->offset, s->size))
-        return std::nullopt;
-    return impl_->bytes().subspan(s->offset, s->size);
+    if (s == nullptr) return std::nullopt;
+    return section_bytes(*s);
+}
+
+std::optional<std::span<const std::uint8_t>> ElfFile::section_bytes(const SectionInfo& s) const {
+    if (!s.in_file || !impl_->image.ensure(s.offset, s.size)) return std::nullopt;
+    return impl_->bytes().subspan(s.offset, s.size);
 }
 
 std::optional<std::vector<std::uint8_t>> ElfFile::build_id() const {

@@ -213,8 +213,8 @@ template <unsigned Width, boost::endian::order Order>
         i = passed == 0 ? 0 : mark_index(count, passed - 1);
     }
     // The last offset at which an FRE's start and info byte fit.
-    const std::uint64_t last_at = size >= Width + 1U ? size - (Width + 1U) : 0;
     const bool room = size >= Width + 1U;
+    const std::uint64_t last_at = room ? size - (Width + 1U) : 0;
     // The chosen FRE in locals, stored into r once at the end: r is written
     // through a pointer that the byte loads from `data` may alias, so
     // storing to it in the loop would keep every field in memory.
@@ -250,26 +250,28 @@ template <unsigned Width, boost::endian::order Order>
     return r;
 }
 
-template <unsigned Width>
-Scan scan(const ByteView& frev, std::uint64_t at, std::uint32_t count, std::uint64_t pc_offset,
-          std::uint32_t marks) {
-    using boost::endian::order;
-    return frev.order() == ByteOrder::Little
-               ? scan<Width, order::little>(frev.bytes(), at, count, pc_offset, marks)
-               : scan<Width, order::big>(frev.bytes(), at, count, pc_offset, marks);
-}
-
-// scan() for an FRE type (one of the three: the caller checked).
-Scan scan(const ByteView& frev, FreType type, std::uint64_t at, std::uint32_t count,
+// scan() for an FRE type (one of the three: the caller checked), in byte
+// order Order.
+template <boost::endian::order Order>
+Scan scan(std::span<const std::uint8_t> fres, FreType type, std::uint64_t at, std::uint32_t count,
           std::uint64_t pc_offset, std::uint32_t marks) {
     switch (type) {
     case FreType::Addr1:
-        return scan<1>(frev, at, count, pc_offset, marks);
+        return scan<1, Order>(fres, at, count, pc_offset, marks);
     case FreType::Addr2:
-        return scan<2>(frev, at, count, pc_offset, marks);
+        return scan<2, Order>(fres, at, count, pc_offset, marks);
     default:
-        return scan<4>(frev, at, count, pc_offset, marks);
+        return scan<4, Order>(fres, at, count, pc_offset, marks);
     }
+}
+
+// The same in the section's byte order, known at run time.
+Scan scan(const ByteView& frev, FreType type, std::uint64_t at, std::uint32_t count,
+          std::uint64_t pc_offset, std::uint32_t marks) {
+    using boost::endian::order;
+    return frev.order() == ByteOrder::Little
+               ? scan<order::little>(frev.bytes(), type, at, count, pc_offset, marks)
+               : scan<order::big>(frev.bytes(), type, at, count, pc_offset, marks);
 }
 
 // The marks word of an FDE whose `count` FREs begin at `at` (see
@@ -668,18 +670,8 @@ template <bool Little> bool Section::quick_v3(std::uint64_t pc, Row& row) const 
     // find_row() from here, for this case: the scan, the words, the rules.
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
     const std::uint32_t marks = index < fre_marks_.size() ? fre_marks_[index] : 0;
-    Scan found;
-    switch (static_cast<FreType>(fre_type)) {
-    case FreType::Addr1:
-        found = scan<1, order>(frev.bytes(), fde.fres_begin, fde.num_fres, pc_offset, marks);
-        break;
-    case FreType::Addr2:
-        found = scan<2, order>(frev.bytes(), fde.fres_begin, fde.num_fres, pc_offset, marks);
-        break;
-    default:
-        found = scan<4, order>(frev.bytes(), fde.fres_begin, fde.num_fres, pc_offset, marks);
-        break;
-    }
+    const Scan found = scan<order>(frev.bytes(), static_cast<FreType>(fre_type), fde.fres_begin,
+                                   fde.num_fres, pc_offset, marks);
     if (found.unreadable || found.index == 0) return false;
     const std::uint64_t next_start =
         found.index < fde.num_fres ? std::min<std::uint64_t>(found.start, fde.size) : fde.size;

@@ -127,6 +127,8 @@ class ElfFile {
                                                               std::uint64_t size) const;
     // Bytes of a named section, if present (e.g. ".eh_frame").
     std::optional<std::span<const std::uint8_t>> section_bytes(const std::string& name) const;
+    // The same for a section of this file (from sections() or section()).
+    std::optional<std::span<const std::uint8_t>> section_bytes(const SectionInfo& s) const;
     bool has_section(const std::string& name) const;
 
     // Function symbols from .symtab and .dynsym, sorted by address.
