@@ -681,6 +681,60 @@ TEST_CASE("callee-saved: a call to a function that never returns has no fall-thr
     CHECK(m->at(0x3013, rbx) == RegRule::same_value(RegRule::Source::Fre));
 }
 
+TEST_CASE("callee-saved: never_returns decodes only functions whose rows keep their frame",
+          "[callee_saved]") {
+    // 0x4000: the function of the test above (sub rsp, 0x18 ... add rsp,
+    // 0x18; ret), its rows with and without the epilogue row (CFA = rsp + 8
+    // again at the ret); 0x4100: sub rsp, 8; ud2 (never returns).
+    const std::vector<std::uint8_t> returns = {0x48, 0x83, 0xec, 0x18, 0x85, 0xff, 0x74, 0x0b,
+                                               0x48, 0x89, 0x1c, 0x24, 0x31, 0xdb, 0xe8, 0xed,
+                                               0x00, 0x00, 0x00, 0x48, 0x83, 0xc4, 0x18, 0xc3};
+    const std::vector<std::uint8_t> stops = {0x48, 0x83, 0xec, 0x08, 0x0f, 0x0b};
+    bool epilogue_row = true;
+    const auto rows = [&](std::uint64_t pc) -> std::optional<Row> {
+        Row r;
+        r.ra = RegRule::at_cfa(-8);
+        auto span = [&](std::uint64_t start, std::uint32_t size, std::uint64_t begin,
+                        std::uint64_t end, std::int32_t cfa) {
+            r.func_start = start;
+            r.func_size = size;
+            r.pc_begin = begin;
+            r.pc_end = end;
+            r.cfa = CfaRule{abi_amd64().sp_reg, cfa, false};
+            return r;
+        };
+        if (pc >= 0x4000 && pc < 0x4004) return span(0x4000, 0x18, 0x4000, 0x4004, 8);
+        if (pc >= 0x4004 && pc < 0x4017)
+            return span(0x4000, 0x18, 0x4004, epilogue_row ? 0x4017 : 0x4018, 32);
+        if (pc == 0x4017)
+            return epilogue_row ? span(0x4000, 0x18, 0x4017, 0x4018, 8)
+                                : span(0x4000, 0x18, 0x4004, 0x4018, 32);
+        if (pc >= 0x4100 && pc < 0x4104) return span(0x4100, 6, 0x4100, 0x4104, 8);
+        if (pc >= 0x4104 && pc < 0x4106) return span(0x4100, 6, 0x4104, 0x4106, 16);
+        return std::nullopt;
+    };
+    std::vector<std::uint64_t> decoded; // the functions whose code was asked for
+    const callee_saved::CodeAt code_at =
+        [&](std::uint64_t vaddr,
+            std::uint64_t size) -> std::optional<std::span<const std::uint8_t>> {
+        decoded.push_back(vaddr);
+        if (vaddr == 0x4000 && size == returns.size()) return std::span(returns);
+        if (vaddr == 0x4100 && size == stops.size()) return std::span(stops);
+        return std::nullopt;
+    };
+    // The epilogue row answers: its code is not read.
+    CHECK_FALSE(callee_saved::never_returns(abi_amd64(), code_at, rows, 0x4000));
+    CHECK(decoded.empty());
+    // No row gives the frame back: decoded, and proven.
+    CHECK(callee_saved::never_returns(abi_amd64(), code_at, rows, 0x4100));
+    CHECK(decoded == std::vector<std::uint64_t>{0x4100});
+    // Without the epilogue row the code is decoded, and its ret answers.
+    epilogue_row = false;
+    decoded.clear();
+    CHECK_FALSE(callee_saved::never_returns(abi_amd64(), code_at, rows, 0x4000));
+    CHECK(decoded == std::vector<std::uint64_t>{0x4000});
+}
+
 TEST_CASE("callee-saved: a signal trampoline is declined", "[callee_saved]") {
     // __restore_rt: mov eax, 15; syscall. It writes no callee-saved
     // register, but its caller's registers are in the signal frame.

@@ -310,6 +310,10 @@ bool supported(const Abi& abi) noexcept {
     return detail::decodable(abi) && !untracked_callee_saved(abi).empty();
 }
 
+bool entry_cfa(const Row& row, const Abi& abi) noexcept {
+    return !row.cfa.deref && row.cfa.reg == abi.sp_reg && row.cfa.offset == entry_cfa_offset(abi);
+}
+
 Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t start,
                                                std::span<const std::uint8_t> code,
                                                const RowAt& rows, const Limits& limits,
@@ -376,9 +380,7 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
         State entry;
         entry.reached = true;
         const auto& first = row_of[0];
-        const bool is_entry = first && !first->cfa.deref && first->cfa.reg == abi.sp_reg &&
-                              first->cfa.offset == entry_cfa_offset(abi);
-        if (is_entry) entry.intact = (nregs >= 32 ? ~0U : (1U << nregs) - 1);
+        if (first && entry_cfa(*first, abi)) entry.intact = (nregs >= 32 ? ~0U : (1U << nregs) - 1);
         before[0] = entry;
     }
 

@@ -48,13 +48,27 @@ bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::u
     if (!supported(abi)) return false;
     const auto row = rows(target);
     if (!row || row->func_start != target || row->func_size == 0) return false;
+    const std::uint64_t end = target + row->func_size;
+    // A later row with the entry CFA rule gives the frame back, as an
+    // epilogue does before a return or a tail call: "may return", without
+    // decoding. A function that never returns has no epilogue, so only the
+    // functions no row says that of are decoded; the analysis of one
+    // function asks this of every function it calls, and most of them
+    // return. The walk is bounded: each row starts past the one before.
+    constexpr unsigned max_rows = 4096;
+    std::uint64_t pc = row->pc_end;
+    for (unsigned n = 0; n < max_rows && pc > target && pc < end; ++n) {
+        const auto later = rows(pc);
+        if (!later || later->func_start != target || later->pc_end <= pc) break;
+        if (entry_cfa(*later, abi)) return false;
+        pc = later->pc_end;
+    }
     const auto bytes = code(target, row->func_size);
     if (!bytes) return false;
     detail::Code decoded;
     if (!detail::decode(abi, target, *bytes, {}, decoded) || decoded.instructions.empty())
         return false;
     const auto& insns = decoded.instructions;
-    const std::uint64_t end = target + row->func_size;
     // Undecoded bytes may hold a return.
     if (insns.back().address + insns.back().size != end) return false;
     for (const auto& in : insns) {

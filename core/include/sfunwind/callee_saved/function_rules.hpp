@@ -122,6 +122,12 @@ struct Stats {
 // architectures have callee-saved rules (every consumer asks it).
 bool supported(const Abi& abi) noexcept;
 
+// Whether a row's CFA rule is the one at a function's first instruction,
+// CFA = SP + entry_cfa_offset(abi): the stack as the call left it. The
+// first row of a function entry has it; a later row has it where the
+// function has given its frame back (before a return or a tail call).
+bool entry_cfa(const Row& row, const Abi& abi) noexcept;
+
 class FunctionRules {
   public:
     // Analyses the function whose code is `code`, starting at link-time

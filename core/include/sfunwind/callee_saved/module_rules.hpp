@@ -73,7 +73,9 @@ std::unique_ptr<ModuleRules> module_rules(FilePtr file, std::shared_ptr<const Ro
 // to its caller: its code (its SFrame FDE's range) decodes whole and has no
 // return, no indirect jump and no jump out of it (a tail call). A call to
 // it has no fall-through (GCC puts the next block right after a call to a
-// noreturn function). Anything not proven is "may return".
+// noreturn function). Anything not proven is "may return", and so is a
+// function whose SFrame rows restore the entry CFA after its first row (an
+// epilogue: entry_cfa()), which is then not decoded.
 bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target);
 
 // The caller's value of one callee-saved register in one frame.
