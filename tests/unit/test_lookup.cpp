@@ -64,6 +64,9 @@ Expected<Row> reference(const Section& s,
         after == starts.begin() ? std::nullopt
                                 : std::optional<std::uint32_t>(std::prev(after)->second);
     if (!best) return Error(Errc::NotFound, "no FDE");
+    // A row ends where the next FDE in start order begins, if an overlapping
+    // one begins inside it (Row: every PC of its range gets it).
+    const std::uint64_t next_fde = after == starts.end() ? ~std::uint64_t{0} : after->first;
     auto fde = s.fde(*best);
     if (!fde) return std::move(fde).error();
     if (pc >= fde->end()) return Error(Errc::NotFound, "past the FDE");
@@ -82,7 +85,7 @@ Expected<Row> reference(const Section& s,
             row.func_size = fde->size;
             row.fde_index = fde->index;
             row.pc_begin = fde->start;
-            row.pc_end = fde->end();
+            row.pc_end = std::min(fde->end(), next_fde);
             row.signal_frame = fde->signal;
             row.ra = RegRule::undefined();
             row.outermost = true;
@@ -120,7 +123,7 @@ Expected<Row> reference(const Section& s,
     auto row = s.row(*fde, *chosen, chosen_index, next);
     if (!row) return row;
     row->pc_begin += block;
-    row->pc_end = fde->start + std::min<std::uint64_t>(block + next, fde->size);
+    row->pc_end = std::min(fde->start + std::min<std::uint64_t>(block + next, fde->size), next_fde);
     return row;
 }
 
@@ -165,8 +168,14 @@ std::size_t disagreements(const Section& s, const std::vector<std::uint64_t>& pc
     for (const std::uint64_t pc : pcs) {
         auto got = s.lookup(pc);
         auto want = reference(s, starts, pc);
-        const bool same = got.has_value() == want.has_value() &&
-                          (got ? *got == *want : got.error().code() == want.error().code());
+        bool same = got.has_value() == want.has_value() &&
+                    (got ? *got == *want : got.error().code() == want.error().code());
+        // The row holds from the PC to the end of its range (Row;
+        // callee_saved::RowAt asks once per row): its last PC gets it too.
+        if (same && got && pc < got->pc_end) {
+            auto last = s.lookup(got->pc_end - 1);
+            same = last && *last == *got;
+        }
         if (same) continue;
         if (++bad <= 3) {
             std::ostringstream what;

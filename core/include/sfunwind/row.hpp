@@ -53,7 +53,12 @@ struct RegRule {
 
 struct Row {
     // Where the row applies, as link-time addresses: [pc_begin, pc_end). For a
-    // PC-mask FDE this is the block that contains the looked-up PC.
+    // PC-mask FDE this is the block that contains the looked-up PC. A lookup
+    // (sframe::Section::lookup, a RowSource's) gives this same row at every
+    // PC from the one looked up to pc_end, which is where the next FDE starts
+    // when FDEs overlap: callee_saved::RowAt relies on that. (Below the
+    // looked-up PC it need not: FREs whose starts do not ascend, in a
+    // corrupt section, are chosen by the first start past the PC.)
     std::uint64_t pc_begin = 0;
     std::uint64_t pc_end = 0;
     std::uint64_t func_start = 0;

@@ -359,14 +359,33 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
         return static_cast<std::size_t>(it - out.offsets_.begin());
     };
 
-    std::vector<std::optional<Row>> row_of(insns.size());
-    for (std::size_t k = 0; k < insns.size(); ++k)
-        row_of[k] = rows(insns[k].address);
+    // Each instruction's row, asked once per row and not per instruction:
+    // the row of a PC is the row of every PC after it up to its pc_end
+    // (RowAt), so the instructions up to there share it. row_of[k] indexes
+    // `seen`, or is no_row.
+    constexpr std::uint32_t no_row = std::numeric_limits<std::uint32_t>::max();
+    std::vector<Row> seen;
+    std::vector<std::uint32_t> row_of(insns.size(), no_row);
+    for (std::size_t k = 0; k < insns.size(); ++k) {
+        const std::uint64_t pc = insns[k].address;
+        if (k > 0 && row_of[k - 1] != no_row && pc > insns[k - 1].address &&
+            pc < seen.back().pc_end) {
+            row_of[k] = row_of[k - 1];
+            continue;
+        }
+        auto r = rows(pc);
+        if (!r) continue;
+        seen.push_back(std::move(*r));
+        row_of[k] = static_cast<std::uint32_t>(seen.size() - 1);
+    }
+    const auto row_at = [&](std::size_t k) -> const Row* {
+        return row_of[k] == no_row ? nullptr : &seen[row_of[k]];
+    };
     // A signal trampoline's caller is the interrupted code, whose registers
     // the kernel saved in the signal frame (SFrame v3 section 2.3, the
     // signal bit): nothing the trampoline's own code does says where.
-    for (const auto& r : row_of)
-        if (r && r->signal_frame)
+    for (const auto& r : seen)
+        if (r.signal_frame)
             return Error(Errc::Unsupported,
                          "function at " + to_hex(start) +
                              " is a signal trampoline: its caller's registers are in the signal "
@@ -379,8 +398,9 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     if (!insns.empty()) {
         State entry;
         entry.reached = true;
-        const auto& first = row_of[0];
-        if (first && entry_cfa(*first, abi)) entry.intact = (nregs >= 32 ? ~0U : (1U << nregs) - 1);
+        const Row* first = row_at(0);
+        if (first != nullptr && entry_cfa(*first, abi))
+            entry.intact = (nregs >= 32 ? ~0U : (1U << nregs) - 1);
         before[0] = entry;
     }
 
@@ -405,7 +425,7 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
             work.pop_front();
             queued[k] = false;
             State s = before[k];
-            if (row_of[k]) anchor(s, *row_of[k], abi, out.stats_);
+            if (const Row* r = row_at(k)) anchor(s, *r, abi, out.stats_);
             const Instruction& in = insns[k];
             if (in.flow == Flow::Indirect || (facts.landing_pads && in.flow == Flow::Call))
                 body = meet(body, s);
@@ -468,7 +488,7 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     std::vector<std::int32_t> codes(out.width_);
     for (std::size_t k = 0; k < insns.size(); ++k) {
         State s = before[k];
-        if (s.reached && row_of[k]) anchor(s, *row_of[k], abi, out.stats_);
+        if (const Row* r = row_at(k); s.reached && r != nullptr) anchor(s, *r, abi, out.stats_);
         for (std::size_t i = 0; i < nregs; ++i) {
             codes[i] = encode_rule(s, i, abi.red_zone);
             codes[nregs + i] = encode_second(s, i, abi.red_zone);

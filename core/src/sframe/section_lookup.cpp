@@ -413,6 +413,15 @@ std::uint32_t Section::fdes_starting_at_or_below(std::uint64_t pc) const noexcep
     return count;
 }
 
+std::uint64_t Section::start_in_order(std::uint32_t position) const noexcept {
+    if (position >= header_.num_fdes) return ~std::uint64_t{0};
+    const Starts s{view_, fde_sub_, vaddr_, header_.pcrel() ? ~std::uint64_t{0} : 0, nullptr};
+    const std::uint32_t index = order_.empty() ? position : order_[position];
+    std::uint64_t out = 0;
+    with_start_reader(*layout_, view_.order(), [&](const auto& start) { out = start(s, index); });
+    return out;
+}
+
 void Section::build_indexes() {
     const std::uint32_t n = header_.num_fdes;
     const Starts s{view_, fde_sub_, vaddr_, header_.pcrel() ? ~std::uint64_t{0} : 0, nullptr};
@@ -559,7 +568,7 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
             row.func_size = fde.size;
             row.fde_index = fde.index;
             row.pc_begin = fde.start;
-            row.pc_end = fde.end();
+            row.pc_end = std::min(fde.end(), start_in_order(below));
             row.signal_frame = fde.signal;
             row.ra = RegRule::undefined();
             row.outermost = true;
@@ -632,7 +641,8 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
         return false;
     }
     row.pc_begin += block_base;
-    row.pc_end = fde.start + std::min<std::uint64_t>(block_base + next_start, fde.size);
+    row.pc_end = std::min(fde.start + std::min<std::uint64_t>(block_base + next_start, fde.size),
+                          start_in_order(below));
     return true;
 }
 
@@ -686,7 +696,11 @@ template <bool Little> bool Section::quick_v3(std::uint64_t pc, Row& row) const 
     row.fde_index = index;
     row.fre_index = found.index - 1;
     row.pc_begin = fde.start + found.chosen_start;
-    row.pc_end = fde.start + next_start;
+    // Not past the next FDE's start (in start order, above pc), where FDEs
+    // overlap: lookup() gives every PC in [pc_begin, pc_end) this row (Row).
+    row.pc_end = std::min(fde.start + next_start, below < header_.num_fdes
+                                                      ? start(s, indexed ? order_[below] : below)
+                                                      : ~std::uint64_t{0});
     row.signal_frame = layout_->has_signal_bit && (fde.info & fde_info::signal) != 0;
     row.pauth_key_b = (fde.info & fde_info::pauth_key_b) != 0;
     row.mangled_ra = fre_info::mangled_ra(info);

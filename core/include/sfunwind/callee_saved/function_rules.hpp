@@ -79,7 +79,9 @@
 
 namespace sfunwind::callee_saved {
 
-// The SFrame row that covers a link-time PC, or nullopt.
+// The SFrame row that covers a link-time PC, or nullopt. The row must be
+// the answer for every PC from that one up to its pc_end (Row): the
+// analysis asks once per row, not per instruction.
 using RowAt = std::function<std::optional<Row>(std::uint64_t pc)>;
 
 // RowAt over a row table (an sframe::Section, a RowSource: anything with

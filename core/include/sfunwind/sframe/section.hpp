@@ -150,6 +150,9 @@ class Section {
     void build_indexes();
     void build_fre_marks();
     std::uint32_t fdes_starting_at_or_below(std::uint64_t pc) const noexcept;
+    // The start of the FDE at `position` in start order (~0 past the last):
+    // where the row of an FDE before it ends at the latest, when FDEs overlap.
+    std::uint64_t start_in_order(std::uint32_t position) const noexcept;
     template <typename Report> bool find_row(std::uint64_t pc, Row& row, const Report& fail) const;
     // The common case of find_row() in fewer steps (v3, a PC-increment FDE
     // of the default type with FREs, nothing malformed); false for
