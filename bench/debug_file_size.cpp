@@ -38,13 +38,8 @@ double since(std::chrono::steady_clock::time_point t0) {
 }
 
 cfi::CalleeSavedRules rules_for(const elf::ModuleRows& m) {
-    const elf::ElfFile* elf = m.file.get();
-    const sframe::Section* section = m.sframe();
-    // As the LLDB plugin does (plugin/src/debug_file_cache.cpp): analysed
-    // ahead on every core.
-    return callee_saved::debug_frame_rules(
-        *section,
-        [elf](std::uint64_t vaddr, std::uint64_t size) { return elf->loaded_bytes(vaddr, size); });
+    // As the LLDB plugin does (plugin/src/debug_file_cache.cpp).
+    return callee_saved::module_debug_frame_rules(*m.file, *m.sframe());
 }
 
 int measure(const std::string& path, int rounds, const std::string& out_dir, bool callee_saved) {

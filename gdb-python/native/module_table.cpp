@@ -77,8 +77,8 @@ Expected<std::int32_t> ModuleTable::open_file(const std::string& path) {
     const elf::ElfFile* file = m.elf;
     const std::shared_ptr<const RowSource> rows = m.rows;
     if (file != nullptr) {
-        std::shared_ptr<callee_saved::ModuleRules> analysis = callee_saved::module_rules(
-            file, rows, callee_saved::CodeFacts{file->has_section(".gcc_except_table"), {}});
+        std::shared_ptr<callee_saved::ModuleRules> analysis =
+            callee_saved::module_rules(file, rows);
         if (analysis->supported()) m.callee_saved = std::move(analysis);
     }
     return add(std::move(m));

@@ -67,18 +67,6 @@ std::string temporary_name(const std::string& final_path) {
            std::to_string(counter.fetch_add(1));
 }
 
-// The analysis of each function's instructions, for the writer, run ahead
-// on every core (the writer asks for the functions in FDE order): it is
-// almost all of a translation's time (bench/debug_file_size.cpp).
-// `file` outlives the writer's use: ensure() writes while it holds it.
-cfi::CalleeSavedRules callee_saved_rules(const elf::ModuleRows& file) {
-    const elf::ElfFile* elf = file.file.get();
-    const sframe::Section* section = file.sframe();
-    return callee_saved::debug_frame_rules(
-        *section,
-        [elf](std::uint64_t vaddr, std::uint64_t size) { return elf->loaded_bytes(vaddr, size); });
-}
-
 } // namespace
 
 std::string default_cache_dir() {
@@ -167,7 +155,11 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
     }
     const auto t0 = std::chrono::steady_clock::now();
     cfi::DebugFrameOptions options;
-    if (callee_saved) options.callee_saved = callee_saved_rules(file);
+    // The analysis of each function's instructions, run ahead on every core
+    // (the writer asks in FDE order): almost all of a translation's time
+    // (bench/debug_file_size.cpp). `file` outlives the writer's use.
+    if (callee_saved)
+        options.callee_saved = callee_saved::module_debug_frame_rules(*file.file, *file.sframe());
     auto frame = cfi::write_debug_frame(*file.sframe(), options);
     if (!frame)
         return Error(frame.error().code(), file.file->name() + ": " + frame.error().message());

@@ -30,12 +30,12 @@ std::vector<cfi::CalleeSavedChange> debug_frame_changes(const FunctionRules& rul
 namespace {
 
 std::vector<cfi::CalleeSavedChange> changes_of(const Abi& abi, const CodeAt& code,
-                                               const RowAt& rows, std::uint64_t start,
-                                               std::uint64_t size) {
+                                               const RowAt& rows, const CodeFacts& facts,
+                                               std::uint64_t start, std::uint64_t size) {
     if (!supported(abi)) return {};
     const auto bytes = code(start, size);
     if (!bytes) return {};
-    auto analysed = FunctionRules::analyse(abi, start, *bytes, rows);
+    auto analysed = FunctionRules::analyse(abi, start, *bytes, rows, {}, facts);
     if (!analysed) return {};
     return debug_frame_changes(*analysed, start + size);
 }
@@ -46,6 +46,7 @@ struct Ahead {
     const Abi* abi = nullptr;
     CodeAt code;
     RowAt rows;
+    CodeFacts facts;
     std::vector<FunctionRange> functions;
     std::unordered_map<std::uint64_t, std::size_t> index; // by start: the first listed
     unsigned threads = 1;
@@ -68,7 +69,7 @@ struct Ahead {
                 // function without rules: unknown, never wrong.
                 try {
                     batch[i - begin] =
-                        changes_of(*abi, code, rows, functions[i].start, functions[i].size);
+                        changes_of(*abi, code, rows, facts, functions[i].start, functions[i].size);
                 } catch (...) {
                     batch[i - begin].clear();
                 }
@@ -92,7 +93,7 @@ struct Ahead {
     std::vector<cfi::CalleeSavedChange> get(std::uint64_t start, std::uint64_t size) {
         const auto it = index.find(start);
         if (it == index.end() || functions[it->second].size != size)
-            return changes_of(*abi, code, rows, start, size);
+            return changes_of(*abi, code, rows, facts, start, size);
         const std::size_t i = it->second;
         if (i < batch_begin || i - batch_begin >= batch.size()) analyse_batch(i);
         return std::move(batch[i - batch_begin]);
@@ -101,19 +102,21 @@ struct Ahead {
 
 } // namespace
 
-cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows) {
-    return [&abi, code = std::move(code), rows = std::move(rows)](
+cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts) {
+    return [&abi, code = std::move(code), rows = std::move(rows), facts = std::move(facts)](
                std::uint64_t start, std::uint64_t size) -> std::vector<cfi::CalleeSavedChange> {
-        return changes_of(abi, code, rows, start, size);
+        return changes_of(abi, code, rows, facts, start, size);
     };
 }
 
 cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows,
-                                        std::vector<FunctionRange> functions, unsigned threads) {
+                                        std::vector<FunctionRange> functions, unsigned threads,
+                                        CodeFacts facts) {
     auto ahead = std::make_shared<Ahead>();
     ahead->abi = &abi;
     ahead->code = std::move(code);
     ahead->rows = std::move(rows);
+    ahead->facts = std::move(facts);
     ahead->functions = std::move(functions);
     ahead->index.reserve(ahead->functions.size());
     for (std::size_t i = 0; i < ahead->functions.size(); ++i)
@@ -126,14 +129,14 @@ cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows,
 }
 
 cfi::CalleeSavedRules debug_frame_rules(const sframe::Section& section, CodeAt code,
-                                        unsigned threads) {
+                                        unsigned threads, CodeFacts facts) {
     std::vector<FunctionRange> functions;
     functions.reserve(section.fde_count());
     for (std::uint32_t i = 0; i < section.fde_count(); ++i)
         if (auto fde = section.fde(i); fde && fde->pc_type != sframe::PcType::Mask)
             functions.push_back({fde->start, fde->size});
     return debug_frame_rules(section.abi(), std::move(code), rows_from(&section),
-                             std::move(functions), threads);
+                             std::move(functions), threads, std::move(facts));
 }
 
 } // namespace sfunwind::callee_saved

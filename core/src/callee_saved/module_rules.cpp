@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
+#include <mutex>
 #include <optional>
 
 namespace sfunwind::callee_saved {
@@ -13,7 +15,9 @@ namespace sfunwind::callee_saved {
 ModuleRules::ModuleRules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts,
                          std::size_t max_functions)
     : abi_(&abi), code_(std::move(code)), rows_(std::move(rows)), facts_(std::move(facts)),
-      max_functions_(std::max<std::size_t>(max_functions, 1)) {}
+      max_functions_(std::max<std::size_t>(max_functions, 1)) {
+    if (!facts_.never_returns) facts_.never_returns = never_returns_cached(*abi_, code_, rows_);
+}
 
 const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t size) {
     if (auto it = cache_.find(start); it != cache_.end()) return it->second.get();
@@ -22,26 +26,38 @@ const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t si
     // of one is cheap to redo.
     if (cache_.size() >= max_functions_) {
         cache_.clear();
-        never_returns_.clear();
         memory_ = 0;
     }
     std::unique_ptr<FunctionRules> made;
-    CodeFacts facts = facts_;
-    if (!facts.never_returns)
-        facts.never_returns = [this](std::uint64_t target) {
-            auto it = never_returns_.find(target);
-            if (it == never_returns_.end())
-                it = never_returns_.emplace(target, never_returns(*abi_, code_, rows_, target))
-                         .first;
-            return it->second;
-        };
     if (auto bytes = code_(start, size)) {
-        if (auto rules = FunctionRules::analyse(*abi_, start, *bytes, rows_, {}, facts)) {
+        if (auto rules = FunctionRules::analyse(*abi_, start, *bytes, rows_, {}, facts_)) {
             made = std::make_unique<FunctionRules>(std::move(*rules));
             memory_ += made->memory_bytes();
         }
     }
     return cache_.emplace(start, std::move(made)).first->second.get();
+}
+
+std::function<bool(std::uint64_t)> never_returns_cached(const Abi& abi, CodeAt code, RowAt rows) {
+    // One answer per function of the module at most (a target is a function
+    // start). Computed outside the lock: two threads may both compute one
+    // answer, which is the same.
+    struct Cache {
+        std::mutex mutex;
+        std::unordered_map<std::uint64_t, bool> known;
+    };
+    auto cache = std::make_shared<Cache>();
+    return [&abi, code = std::move(code), rows = std::move(rows),
+            cache = std::move(cache)](std::uint64_t target) {
+        {
+            const std::lock_guard lock(cache->mutex);
+            if (auto it = cache->known.find(target); it != cache->known.end()) return it->second;
+        }
+        const bool answer = never_returns(abi, code, rows, target);
+        const std::lock_guard lock(cache->mutex);
+        cache->known.emplace(target, answer);
+        return answer;
+    };
 }
 
 bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {

@@ -10,7 +10,6 @@
 #include <array>
 #include <optional>
 #include <span>
-#include <unordered_map>
 
 namespace sfunwind::check {
 namespace {
@@ -40,19 +39,10 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
     report.abi = std::string(abi.name);
     const callee_saved::RowAt rows = callee_saved::rows_from(&*section);
 
-    // A file without .gcc_except_table has no exception landing pads.
-    callee_saved::CodeFacts facts{file.has_section(".gcc_except_table"), {}};
     const callee_saved::CodeAt code = [&](std::uint64_t vaddr, std::uint64_t size) {
         return file.loaded_bytes(vaddr, size);
     };
-    std::unordered_map<std::uint64_t, bool> never_returns;
-    facts.never_returns = [&](std::uint64_t target) {
-        auto it = never_returns.find(target);
-        if (it == never_returns.end())
-            it = never_returns.emplace(target, callee_saved::never_returns(abi, code, rows, target))
-                     .first;
-        return it->second;
-    };
+    const callee_saved::CodeFacts facts = callee_saved::module_facts(file, abi, code, rows);
     const std::uint32_t n = section->fde_count();
     std::array<RegRule, callee_saved::FunctionRules::max_registers> got{};
     for (std::uint32_t i = 0; i < n; ++i) {

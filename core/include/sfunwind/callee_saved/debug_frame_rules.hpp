@@ -24,10 +24,12 @@ std::vector<cfi::CalleeSavedChange> debug_frame_changes(const FunctionRules& rul
                                                         std::uint64_t end);
 
 // Analyses each function the writer asks about, once (nothing is cached:
-// the writer asks for each FDE once). Functions that are declined (no code,
-// a limit, an ABI other than x86-64) get no changes. `code` and `rows` as for
-// ModuleRules; they must outlive the writer's use of the result.
-cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows);
+// the writer asks for each FDE once), with `facts` (a module's:
+// module_facts()). Functions that are declined (no code, a limit, an ABI
+// not supported()) get no changes. `code` and `rows` as for ModuleRules;
+// they must outlive the writer's use of the result.
+cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows,
+                                        CodeFacts facts = {});
 
 // A function the writer will ask about (link-time start and size).
 struct FunctionRange {
@@ -39,14 +41,29 @@ struct FunctionRange {
 // most 8): `functions` lists the functions in the order the writer asks for
 // them (its FDE order); a batch of the next ones is analysed in parallel at
 // the first request for one of them. A request for a function not listed
-// is analysed on its own. `code` and `rows` are called from those threads.
+// is analysed on its own. `code`, `rows` and `facts` are called from those
+// threads.
 cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows,
-                                        std::vector<FunctionRange> functions, unsigned threads = 0);
+                                        std::vector<FunctionRange> functions, unsigned threads = 0,
+                                        CodeFacts facts = {});
 
 // What cfi::write_debug_frame(section, ...) takes for `section`: its rows,
 // and its functions (FDE order, PC-mask FDEs left out) analysed ahead on
 // `threads` threads as above. `section` and `code` must outlive the result.
 cfi::CalleeSavedRules debug_frame_rules(const sframe::Section& section, CodeAt code,
-                                        unsigned threads = 0);
+                                        unsigned threads = 0, CodeFacts facts = {});
+
+// The same for the module `file` (an elf::ElfFile) whose SFrame section is
+// `section`, with the file's facts (module_facts(): what GDB's and the CLI's
+// analyses take, so that every debugger shows the same values), on every
+// core: what the LLDB plugin writes. Both must outlive the result.
+template <class File>
+cfi::CalleeSavedRules module_debug_frame_rules(const File& file, const sframe::Section& section) {
+    const CodeAt code = [&file](std::uint64_t vaddr, std::uint64_t size) {
+        return file.loaded_bytes(vaddr, size);
+    };
+    return debug_frame_rules(section, code, 0,
+                             module_facts(file, section.abi(), code, rows_from(&section)));
+}
 
 } // namespace sfunwind::callee_saved

@@ -30,7 +30,8 @@ using CodeAt = std::function<std::optional<std::span<const std::uint8_t>>(std::u
 
 class ModuleRules {
   public:
-    // `rows` gives the module's rows at link-time PCs.
+    // `rows` gives the module's rows at link-time PCs. Without
+    // facts.never_returns, never_returns_cached() answers.
     ModuleRules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts = {},
                 std::size_t max_functions = 4096);
 
@@ -51,22 +52,41 @@ class ModuleRules {
     CodeFacts facts_;
     std::size_t max_functions_;
     std::unordered_map<std::uint64_t, std::unique_ptr<FunctionRules>> cache_;
-    std::unordered_map<std::uint64_t, bool> never_returns_; // by function start
     std::size_t memory_ = 0;
 };
 
+// Whether the function that starts at link-time `target` can never return
+// (never_returns() below), asked once per target: a CodeFacts::never_returns
+// for every analysis of one module. It may be called from several threads.
+std::function<bool(std::uint64_t target)> never_returns_cached(const Abi& abi, CodeAt code,
+                                                               RowAt rows);
+
+// What a module's file tells of how its code is entered (CodeFacts), the
+// one place every consumer takes it from: exception landing pads only when
+// it has .gcc_except_table (the LSDA that GCC's personality routine reads:
+// without it no call has a landing pad), and which call targets never
+// return (never_returns_cached()).
+template <class File>
+CodeFacts module_facts(const File& file, const Abi& abi, CodeAt code, RowAt rows) {
+    CodeFacts facts;
+    facts.landing_pads = file.has_section(".gcc_except_table");
+    facts.never_returns = never_returns_cached(abi, std::move(code), std::move(rows));
+    return facts;
+}
+
 // The analysis of one module whose code `file` holds at link-time addresses
-// (a pointer to an elf::ElfFile, or to anything with its loaded_bytes()) and
-// whose rows `rows` gives: what the CLI and each debugger adapter build per
-// module. The callbacks keep `file` and `rows` alive.
+// and whose rows `rows` gives, with the file's facts (module_facts()): what
+// the CLI and each debugger adapter build per module. The callbacks keep
+// `file` and `rows` alive.
 template <class FilePtr>
-std::unique_ptr<ModuleRules> module_rules(FilePtr file, std::shared_ptr<const RowSource> rows,
-                                          CodeFacts facts = {}) {
+std::unique_ptr<ModuleRules> module_rules(FilePtr file, std::shared_ptr<const RowSource> rows) {
     const Abi& abi = rows->abi();
-    return std::make_unique<ModuleRules>(
-        abi,
-        [file](std::uint64_t vaddr, std::uint64_t size) { return file->loaded_bytes(vaddr, size); },
-        rows_from(std::move(rows)), std::move(facts));
+    CodeAt code = [file](std::uint64_t vaddr, std::uint64_t size) {
+        return file->loaded_bytes(vaddr, size);
+    };
+    RowAt row_at = rows_from(std::move(rows));
+    CodeFacts facts = module_facts(*file, abi, code, row_at);
+    return std::make_unique<ModuleRules>(abi, std::move(code), std::move(row_at), std::move(facts));
 }
 
 // Whether the function that starts at link-time `target` can never return
