@@ -92,8 +92,18 @@ void check_file(const std::string& rel, Counts& counts) {
         test::open_elf((test::source_dir() / "tests/fixtures" / rel).string());
     auto section = program.sframe();
     if (!section) return; // no SFrame (a shared library of lld)
-    auto frame = cfi::write_debug_frame(*section, with_analysis(program, *section));
+    // What the LLDB plugin writes (module_debug_frame_rules), read back as
+    // the analysis GDB's and the CLI's ModuleRules make gives it: the same
+    // facts (module_facts).
+    cfi::DebugFrameOptions options;
+    options.callee_saved = callee_saved::module_debug_frame_rules(program, *section);
+    auto frame = cfi::write_debug_frame(*section, options);
     REQUIRE(frame);
+    const callee_saved::CodeAt code_at = [&program](std::uint64_t vaddr, std::uint64_t size) {
+        return program.loaded_bytes(vaddr, size);
+    };
+    const callee_saved::CodeFacts facts =
+        callee_saved::module_facts(program, section->abi(), code_at, rows_of(*section));
     const DebugFile debug(program, frame->bytes, std::to_string(counts.functions));
     const elf::ElfFile copy = test::open_elf(debug.path());
     auto table = cfi::CfiTable::open(copy, cfi::Source::DebugFrame);
@@ -104,7 +114,7 @@ void check_file(const std::string& rel, Counts& counts) {
         auto code = program.loaded_bytes(fn.start, fn.size);
         if (!code) continue;
         auto rules = callee_saved::FunctionRules::analyse(section->abi(), fn.start, *code,
-                                                          rows_of(*section));
+                                                          rows_of(*section), {}, facts);
         if (!rules) continue;
         ++counts.functions;
         std::vector<RegRule> expected(regs.size());
