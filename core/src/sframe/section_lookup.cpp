@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/endian/conversion.hpp>
 #include <optional>
 #include <string>
@@ -163,10 +164,13 @@ struct Scan {
 // mark_index(count, k), and byte k of the FDE's 32-bit word is its distance
 // in bytes from mark k - 1 (from the first FRE for mark 0). A byte of 0 ends
 // the marks: the distance did not fit, or an FRE up to that mark could not
-// be read or started below the one before it (parse() only marks what a
-// scan from the first FRE would have walked through). FDEs with at most
-// fre_mark_count FREs get no marks (word 0).
+// be read or started below the one before it (only what a scan from the
+// first FRE would have walked through is marked). FDEs with at most
+// fre_mark_count FREs get no marks (word 0). A word is built on the FDE's
+// first lookup; until then it is unbuilt_marks, which no FDE's marks are
+// (a 0 byte is followed by 0 bytes only).
 constexpr unsigned fre_mark_count = 4;
+constexpr std::uint32_t unbuilt_marks = 0xffffff00U;
 constexpr std::uint32_t mark_index(std::uint32_t count, unsigned k) {
     return static_cast<std::uint32_t>(std::uint64_t{count} * (k + 1U) / (fre_mark_count + 1U));
 }
@@ -181,7 +185,7 @@ constexpr std::uint32_t mark_index(std::uint32_t count, unsigned k) {
 // With marks, it first reads the marked FREs' starts (independent loads)
 // and begins at the last mark whose start is <= pc_offset. That gives the
 // scan's answer: the FREs before that mark start no higher than it (they
-// are in ascending order, parse() checked), so a scan from the first FRE
+// are in ascending order, marks_of() checked), so a scan from the first FRE
 // would not have stopped before it.
 template <unsigned Width, boost::endian::order Order>
 [[gnu::noinline]] Scan scan(std::span<const std::uint8_t> fres, std::uint64_t at,
@@ -277,7 +281,7 @@ Scan scan(const ByteView& frev, FreType type, std::uint64_t at, std::uint32_t co
 // The marks word of an FDE whose `count` FREs begin at `at` (see
 // fre_mark_count): the walk scan() makes, with its checks, to the last mark,
 // and also the check that the starts ascend. Width and Order as in scan():
-// parse() runs this over every FRE up to the last mark of each FDE.
+// Section::fre_marks_of() runs this at an FDE's first lookup.
 template <unsigned Width, boost::endian::order Order>
 std::uint32_t marks_of(std::span<const std::uint8_t> fres, std::uint64_t at, std::uint32_t count) {
     if (count <= fre_mark_count) return 0;
@@ -473,34 +477,28 @@ void Section::build_indexes() {
 
 void Section::build_fre_marks() {
     // Sorted sections only: an unsorted one already spends 4 bytes per FDE
-    // on its order index, and the marks would take it past 8.
+    // on its order index, and the marks would take it past 8. Each word is
+    // built on its FDE's first lookup (fre_marks_of()): a debugger looks up
+    // a few hundred PCs, and walking every FDE's FREs at open took longer
+    // than all of those lookups.
     const std::uint32_t n = header_.num_fdes;
     if (!order_.empty() || n == 0) return;
-    const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
-    const Geometry g = geometry();
-    std::vector<std::uint32_t> marks(n, 0);
-    bool any = false;
-    for (std::uint32_t i = 0; i < n; ++i) {
-        // What the marks need: where the FREs begin, how many, their type.
-        // A lookup in an FDE that fails these checks fails (and says why)
-        // before it would use marks.
-        FdeCore core;
-        if (layout_->read_core != nullptr) {
-            if (!layout_->read_core(g, i, core) || (core.info & 0xfU) > 2U) continue;
-        } else {
-            Fde fde;
-            if (!layout_->read_fde(g, i, fde) ||
-                !check_fde(*layout_, fde, fre_sub_, header_.fre_len, Quiet{}))
-                continue;
-            core.fres_begin = fde.fres_begin;
-            core.num_fres = fde.num_fres;
-            core.info = static_cast<std::uint8_t>(fde.fre_type);
-        }
-        marks[i] =
-            marks_of(frev, static_cast<FreType>(core.info & 0xfU), core.fres_begin, core.num_fres);
-        any = any || marks[i] != 0;
+    fre_marks_.assign(n, unbuilt_marks);
+}
+
+std::uint32_t Section::fre_marks_of(std::uint32_t index, FreType type, std::uint64_t fres_begin,
+                                    std::uint32_t count) const noexcept {
+    if (index >= fre_marks_.size()) return 0;
+    // Lookups may run on several threads (LLDB's translation): the word is
+    // read and written whole, and two threads building it write the same.
+    std::atomic_ref<std::uint32_t> word(fre_marks_[index]);
+    std::uint32_t marks = word.load(std::memory_order_relaxed);
+    if (marks == unbuilt_marks) [[unlikely]] {
+        const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
+        marks = marks_of(frev, type, fres_begin, count);
+        word.store(marks, std::memory_order_relaxed);
     }
-    if (any) fre_marks_ = std::move(marks);
+    return marks;
 }
 
 Status Section::find_fde_into(std::uint64_t pc, Fde& out) const {
@@ -581,8 +579,8 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
 
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
     const unsigned width = 1U << static_cast<unsigned>(fde.fre_type);
-    const std::uint32_t marks = index < fre_marks_.size() ? fre_marks_[index] : 0;
     // check_fde() saw to it that the FRE type is one of the three.
+    const std::uint32_t marks = fre_marks_of(index, fde.fre_type, fde.fres_begin, fde.num_fres);
     const Scan found = scan(frev, fde.fre_type, fde.fres_begin, fde.num_fres, pc_offset, marks);
     if (found.unreadable) [[unlikely]] {
         if constexpr (!quiet) {
@@ -679,7 +677,8 @@ template <bool Little> bool Section::quick_v3(std::uint64_t pc, Row& row) const 
 
     // find_row() from here, for this case: the scan, the words, the rules.
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
-    const std::uint32_t marks = index < fre_marks_.size() ? fre_marks_[index] : 0;
+    const std::uint32_t marks =
+        fre_marks_of(index, static_cast<FreType>(fre_type), fde.fres_begin, fde.num_fres);
     const Scan found = scan<order>(frev.bytes(), static_cast<FreType>(fre_type), fde.fres_begin,
                                    fde.num_fres, pc_offset, marks);
     if (found.unreadable || found.index == 0) return false;

@@ -149,6 +149,10 @@ class Section {
     // Report that either only fails or explains (layout.hpp).
     void build_indexes();
     void build_fre_marks();
+    // FDE `index`'s FRE marks word (fre_marks_), built at its first lookup;
+    // 0 (none) for unsorted sections.
+    std::uint32_t fre_marks_of(std::uint32_t index, FreType type, std::uint64_t fres_begin,
+                               std::uint32_t count) const noexcept;
     std::uint32_t fdes_starting_at_or_below(std::uint64_t pc) const noexcept;
     // The start of the FDE at `position` in start order (~0 past the last):
     // where the row of an FDE before it ends at the latest, when FDEs overlap.
@@ -192,7 +196,8 @@ class Section {
     // evenly spaced by index, lie, so that a lookup scans from the last mark
     // at or below the PC instead of from the first FRE (section_lookup.cpp).
     // Empty for unsorted sections, whose order index takes that memory.
-    std::vector<std::uint32_t> fre_marks_;
+    // Mutable: a word is built at its FDE's first lookup (fre_marks_of()).
+    mutable std::vector<std::uint32_t> fre_marks_;
     // quick_v3() applies: v3 (its layout has read_core), with FDEs.
     bool quick_v3_ = false;
 };
