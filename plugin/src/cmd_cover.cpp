@@ -48,6 +48,10 @@ class CoverCommand final : public Command {
                           static_cast<unsigned long long>(ev.bytes_after));
             if (!ev.removed.empty())
                 result.Printf(" (%zu least recently used file(s) removed)", ev.removed.size());
+            if (!ev.busy.empty())
+                result.Printf(" (%zu file(s) over the limit left in place, in use by another "
+                              "process)",
+                              ev.busy.size());
             result.Printf("\n");
             for (const auto& e : ev.errors)
                 result.Printf("sframe: cannot remove %s\n", e.c_str());

@@ -641,6 +641,9 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
                     line += "; " + std::to_string(c.cache.evicted) +
                             " least recently used file(s) removed from the cache (limit " +
                             format_size(limit) + ")";
+                if (c.cache.busy != 0)
+                    line += "; " + std::to_string(c.cache.busy) +
+                            " file(s) over the limit left in place, in use by another process";
                 lines.push_back(line);
             }
         }

@@ -100,7 +100,42 @@ DebugFileCache::DebugFileCache(std::string dir, std::optional<std::uint64_t> lim
 
 Eviction DebugFileCache::trim() {
     const std::lock_guard lock(mutex_);
-    return evict_to_limit(dir_, limit_, in_use_);
+    return evict();
+}
+
+std::string DebugFileCache::hold_problem() {
+    const std::lock_guard lock(mutex_);
+    return hold_problem_;
+}
+
+Eviction DebugFileCache::evict() {
+    std::set<std::string> keep;
+    for (const auto& [path, hold] : in_use_)
+        keep.insert(keep.end(), path);
+    return evict_to_limit(dir_, limit_, keep);
+}
+
+void DebugFileCache::note_unheld(const Error& why) {
+    if (hold_problem_.empty()) hold_problem_ = why.message();
+}
+
+bool DebugFileCache::hold_existing(const std::string& path) {
+    const auto it = in_use_.find(path);
+    if (it != in_use_.end() && it->second.names(path)) return true;
+    auto hold = EntryHold::take(path);
+    if (hold) {
+        if (!hold->names(path)) return false;
+        in_use_.insert_or_assign(path, std::move(*hold));
+        return true;
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return false;
+    // It is there but cannot be locked (a file system without flock(2), no
+    // file descriptor left): handed out anyway, as a debug session matters
+    // more than the other processes' evictions.
+    note_unheld(hold.error());
+    in_use_.insert_or_assign(path, EntryHold{});
+    return true;
 }
 
 std::string DebugFileCache::path_for(const std::string& id) const {
@@ -129,13 +164,13 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
 
     const std::lock_guard lock(mutex_);
     std::error_code ec;
-    if (std::filesystem::exists(entry.path, ec) && read_small_file(stamp_path) == stamp) {
+    if (std::filesystem::exists(entry.path, ec) && read_small_file(stamp_path) == stamp &&
+        hold_existing(entry.path)) {
         entry.debug_frame_bytes = 0; // not re-read: the file is LLDB's now
         // Its last use, for the limit (cache_limit.hpp): the stamp's time,
         // never the debug file's, which LLDB may compare.
         std::filesystem::last_write_time(stamp_path, std::filesystem::file_time_type::clock::now(),
                                          ec);
-        in_use_.insert(entry.path);
         return entry;
     }
     // The callee-saved analysis reads every function's instructions: about
@@ -198,6 +233,10 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
         std::filesystem::remove(tmp, ec);
         return written.error();
     }
+    // Held before it has its name, so that no eviction sees it unheld; the
+    // lock stays with the file through the rename.
+    auto hold = EntryHold::take(tmp);
+    if (!hold) note_unheld(hold.error());
     std::filesystem::rename(tmp, entry.path, ec);
     if (ec) {
         std::filesystem::remove(tmp, ec);
@@ -209,8 +248,10 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
         std::filesystem::rename(stamp_tmp, stamp_path, ec);
     }
     const auto t1 = std::chrono::steady_clock::now();
-    in_use_.insert(entry.path);
-    entry.evicted = evict_to_limit(dir_, limit_, in_use_).removed.size();
+    in_use_.insert_or_assign(entry.path, hold ? std::move(*hold) : EntryHold{});
+    const Eviction eviction = evict();
+    entry.evicted = eviction.removed.size();
+    entry.busy = eviction.busy.size();
     entry.generated_now = true;
     entry.milliseconds = std::chrono::duration<double, std::milli>(t1 - t0).count();
     entry.debug_frame_bytes = frame->bytes.size();

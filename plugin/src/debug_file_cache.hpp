@@ -19,7 +19,9 @@
 //
 // The cache is bounded (cache_limit.hpp): after each file it generates, the
 // least recently used entries go until the cache fits its limit (default
-// 1 GiB, $SFUNWIND_LLDB_CACHE_LIMIT, `sframe cover --cache-limit`).
+// 1 GiB, $SFUNWIND_LLDB_CACHE_LIMIT, `sframe cover --cache-limit`). Every
+// file handed out is held (EntryHold) for the cache's lifetime, so no
+// LLDB process's eviction removes it while this one may still read it.
 #pragma once
 
 #include "cache_limit.hpp"
@@ -29,6 +31,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -48,6 +51,7 @@ struct CacheEntry {
     std::uint64_t skipped_fdes = 0;           // SFrame FDEs that could not be read
     std::string first_skipped;                // why the first of them could not
     std::size_t evicted = 0; // older entries removed to keep the cache in its limit
+    std::size_t busy = 0;    // older entries left in place: in use by another process
 };
 
 // The directory used when none is configured: $SFUNWIND_LLDB_CACHE, else
@@ -77,6 +81,10 @@ class DebugFileCache {
     const std::string& limit_problem() const noexcept { return limit_problem_; }
     // Applies the limit now (ensure() does after generating a file).
     Eviction trim();
+    // Why a file handed out could not be held (the first time; empty if
+    // every one was): it is then protected only from this process's own
+    // evictions, by its path.
+    std::string hold_problem();
     // Where the debug file of a build-id goes.
     std::string path_for(const std::string& build_id) const;
     // The debug file for a module with SFrame, generated if missing or stale.
@@ -93,8 +101,19 @@ class DebugFileCache {
     std::atomic<bool> callee_saved_{true};
     std::atomic<std::uint64_t> limit_{default_cache_limit};
     std::string limit_problem_;
-    std::mutex mutex_;             // one generation at a time per process
-    std::set<std::string> in_use_; // files handed out by this process (under mutex_)
+    // The rest under mutex_, which also makes generation one at a time.
+    std::mutex mutex_;
+    // Files handed out by this process, each with its hold (one that holds
+    // nothing where flock(2) failed: hold_problem()).
+    std::map<std::string, EntryHold> in_use_;
+    std::string hold_problem_;
+
+    // Holds `path`, checked against a stamp already, for handing out; false
+    // when it is gone or another file by now (evicted or replaced since the
+    // check), so it has to be generated again.
+    bool hold_existing(const std::string& path);
+    void note_unheld(const Error& why);
+    Eviction evict();
 };
 
 } // namespace sfunwind::lldb_plugin

@@ -33,6 +33,7 @@ usage: test_unwindplan.py --plugin libsfunwind_lldb.so --lldb lldb-19 [--work DI
 """
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -646,8 +647,9 @@ def check_split_debug(plain, s, res, work):
 
 def check_cache_limit(s, res, work):
     """The cache's size limit: the least recently used files go first, never
-    a file this LLDB uses; and the plugin's file is a separate debug file,
-    not a copy of the program (code SHT_NOBITS, far smaller)."""
+    a file this LLDB or another process uses; and the plugin's file is a
+    separate debug file, not a copy of the program (code SHT_NOBITS, far
+    smaller)."""
     prog = H.fixture("gas-2.40", "recurse-O2-nofp-noeh")
     cache = os.path.join(work, "cache-limit")
     shutil.rmtree(cache, ignore_errors=True)
@@ -657,6 +659,15 @@ def check_cache_limit(s, res, work):
     target = s.create_by_command(prog)
     try:
         res.check("cache limit: the program's debug file is there", os.path.exists(ours), ours)
+        # The plugin holds the file it handed out (a shared flock), so that
+        # no other LLDB's eviction removes it: an exclusive lock is refused.
+        with open(ours, "rb") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = False
+            except BlockingIOError:
+                held = True
+        res.check("cache limit: the plugin holds its file (a shared flock on it)", held, ours)
         sections = subprocess.check_output(["readelf", "-SW", ours], text=True, stderr=subprocess.DEVNULL)
         res.check("cache limit: the debug file's .text is SHT_NOBITS",
                   re.search(r"\.text\s+NOBITS", sections) is not None, sections)
@@ -677,6 +688,15 @@ def check_cache_limit(s, res, work):
         res.check("cache limit: the oldest file goes, the next one fits and stays",
                   ok and not os.path.exists(old[0]) and os.path.exists(old[1]) and os.path.exists(ours),
                   out + err)
+        # A shared flock on a file (cache_limit.hpp's EntryHold) is another
+        # process's use of it: the file stays, and the command says so.
+        with open(old[1], "rb") as held:
+            fcntl.flock(held, fcntl.LOCK_SH)
+            ok, out, err = s.cmd("sframe cover --cache-limit 1")
+            res.check("cache limit: a file another process holds stays, and is counted",
+                      ok and os.path.exists(old[1]) and os.path.exists(ours)
+                      and "1 file(s) over the limit left in place, in use by another process" in out,
+                      out + err)
         ok, out, err = s.cmd("sframe cover --cache-limit 1")
         res.check("cache limit: at 1 byte, every file but the one in use goes",
                   ok and not os.path.exists(old[1]) and os.path.exists(ours) and "limit 1 bytes" in out,

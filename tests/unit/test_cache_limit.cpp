@@ -1,15 +1,24 @@
 // SPDX-License-Identifier: MIT
 // The LLDB plugin's cache limit (plugin/src/cache_limit.hpp): sizes as the
-// settings take them, and eviction of the least recently used entries, the
-// last use being the later of the debug file's and its stamp's times.
+// settings take them, eviction of the least recently used entries, the
+// last use being the later of the debug file's and its stamp's times, and
+// entries held (EntryHold) by this or another process left in place.
 #include "cache_limit.hpp"
 #include "catch.hpp"
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <poll.h>
 #include <string>
+#include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 using namespace sfunwind::lldb_plugin;
 namespace fs = std::filesystem;
@@ -105,5 +114,218 @@ TEST_CASE("cache limit: the least recently used entries go first, kept ones stay
         CHECK(fs::exists(a));
         CHECK(fs::exists(b));
     }
+    fs::remove_all(dir);
+}
+
+TEST_CASE("cache limit: a held entry stays, listed busy; the next unheld ones go") {
+    const fs::path dir =
+        fs::temp_directory_path() / ("sfunwind-cache-hold-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    const std::string a = make_entry(dir, "aa01", 1000, 400, 400); // oldest, held
+    const std::string b = make_entry(dir, "bb02", 1000, 300, 300);
+    const std::string c = make_entry(dir, "cc03", 1000, 200, 200);
+    const std::string d = make_entry(dir, "dd04", 1000, 100, 100);
+    using List = std::vector<std::string>;
+
+    // A hold of its own open file: to flock(2) the same as another
+    // process's, and not in `keep`.
+    auto hold = EntryHold::take(a);
+    REQUIRE(hold);
+    CHECK(hold->held());
+    CHECK(hold->names(a));
+    CHECK_FALSE(hold->names(b));
+    auto ev = evict_to_limit(dir.string(), 2100, {});
+    CHECK(ev.bytes_before == 4040);
+    CHECK(ev.bytes_after == 2020);
+    CHECK(ev.busy == List{a});
+    CHECK(ev.removed == List{b, c});
+    CHECK(ev.errors.empty());
+    CHECK(fs::exists(a));
+    CHECK(fs::exists(a + ".stamp"));
+    CHECK_FALSE(fs::exists(b));
+    CHECK_FALSE(fs::exists(c));
+    CHECK(fs::exists(d));
+
+    SECTION("released, it is removable") {
+        hold->release();
+        CHECK_FALSE(hold->held());
+        auto after = evict_to_limit(dir.string(), 1010, {});
+        CHECK(after.removed == List{a});
+        CHECK(after.busy.empty());
+        CHECK(after.bytes_after == 1010);
+        CHECK_FALSE(fs::exists(a));
+        CHECK_FALSE(fs::exists(a + ".stamp"));
+        CHECK(fs::exists(d));
+    }
+    SECTION("moved from, the new owner holds it; destroyed, it is removable") {
+        {
+            EntryHold moved = std::move(*hold);
+            CHECK_FALSE(hold->held());
+            CHECK(moved.names(a));
+            const auto held = evict_to_limit(dir.string(), 1, {});
+            CHECK(held.busy == List{a});
+            CHECK(held.removed == List{d});
+        }
+        CHECK(evict_to_limit(dir.string(), 1, {}).removed == List{a});
+    }
+    SECTION("a file held before its rename into place is held there") {
+        const std::string tmp = d + ".tmp.1.1";
+        std::ofstream(tmp) << std::string(1000, 'n');
+        auto new_hold = EntryHold::take(tmp);
+        REQUIRE(new_hold);
+        fs::rename(tmp, d);
+        // The name now belongs to another file than the one `hold` locked.
+        fs::rename(d, a);
+        CHECK_FALSE(hold->names(a));
+        CHECK(new_hold->names(a));
+        hold->release();
+        auto after = evict_to_limit(dir.string(), 1, {});
+        CHECK(after.busy == List{a});
+        CHECK(after.removed.empty());
+        CHECK(fs::exists(a));
+    }
+    fs::remove_all(dir);
+}
+
+TEST_CASE("cache limit: EntryHold errors name the file and the reason") {
+    const std::string missing =
+        (fs::temp_directory_path() / ("sfunwind-no-such-" + std::to_string(::getpid()) + ".debug"))
+            .string();
+    auto hold = EntryHold::take(missing);
+    REQUIRE_FALSE(hold);
+    CHECK(hold.error().code() == sfunwind::Errc::Io);
+    CHECK(hold.error().message().find(missing) != std::string::npos);
+    CHECK(hold.error().message().find(std::strerror(ENOENT)) != std::string::npos);
+    // A directory is not a debug file, nor something to lock for one.
+    auto dir = EntryHold::take(fs::temp_directory_path().string());
+    REQUIRE_FALSE(dir);
+    CHECK(dir.error().message().find("not a regular file") != std::string::npos);
+    const EntryHold none;
+    CHECK_FALSE(none.held());
+    CHECK_FALSE(none.names(missing));
+}
+
+namespace {
+
+// Both ends of a pipe, closed when it goes.
+struct Pipe {
+    int fd[2] = {-1, -1};
+    Pipe() {
+        if (::pipe2(fd, O_CLOEXEC) != 0) fd[0] = fd[1] = -1;
+    }
+    Pipe(const Pipe&) = delete;
+    Pipe& operator=(const Pipe&) = delete;
+    ~Pipe() {
+        close_end(0);
+        close_end(1);
+    }
+    bool ok() const { return fd[0] >= 0 && fd[1] >= 0; }
+    void close_end(int i) {
+        if (fd[i] >= 0) ::close(fd[i]);
+        fd[i] = -1;
+    }
+};
+
+// A byte from `fd` within `ms` milliseconds; -1 on a timeout, the end of the
+// pipe or an error.
+int read_byte(int fd, int ms) {
+    pollfd p{fd, POLLIN, 0};
+    int ready = 0;
+    do {
+        ready = ::poll(&p, 1, ms);
+    } while (ready < 0 && errno == EINTR);
+    unsigned char b = 0;
+    if (ready != 1 || ::read(fd, &b, 1) != 1) return -1;
+    return b;
+}
+
+// A forked child, reaped however the test ends: killed first if a failed
+// assertion leaves it running.
+class Child {
+  public:
+    explicit Child(pid_t pid) : pid_(pid) {}
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+    ~Child() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGKILL);
+        int status = 0;
+        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    // Its exit status, waiting at most 10 s (then -1, and it is killed).
+    int wait() {
+        for (int i = 0; i < 1000; ++i) {
+            int status = 0;
+            const pid_t got = ::waitpid(pid_, &status, WNOHANG);
+            if (got == pid_) {
+                pid_ = -1;
+                return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            }
+            if (got < 0 && errno != EINTR) return -1;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return -1;
+    }
+
+  private:
+    pid_t pid_;
+};
+
+} // namespace
+
+TEST_CASE("cache limit: an entry another process holds stays until it exits") {
+    const fs::path dir =
+        fs::temp_directory_path() / ("sfunwind-cache-fork-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    const std::string a = make_entry(dir, "aa01", 1000, 400, 400); // oldest, the child's
+    const std::string b = make_entry(dir, "bb02", 1000, 300, 300);
+    const std::string c = make_entry(dir, "cc03", 1000, 200, 200);
+    using List = std::vector<std::string>;
+
+    Pipe to_parent;
+    Pipe to_child;
+    REQUIRE(to_parent.ok());
+    REQUIRE(to_child.ok());
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        // The child: takes the hold, says whether it has it, and keeps it
+        // until the parent is done (or gone: the pipe's end), at most 10 s.
+        // No assertions here, and _exit whatever happens.
+        int code = 3;
+        try {
+            to_parent.close_end(0);
+            to_child.close_end(1);
+            const auto hold = EntryHold::take(a);
+            const unsigned char said = hold ? '1' : '0';
+            if (::write(to_parent.fd[1], &said, 1) == 1) {
+                read_byte(to_child.fd[0], 10000);
+                code = hold ? 0 : 1;
+            }
+        } catch (...) {
+            code = 4;
+        }
+        ::_exit(code);
+    }
+    Child child(pid);
+    to_parent.close_end(1);
+    to_child.close_end(0);
+    REQUIRE(read_byte(to_parent.fd[0], 10000) == '1');
+
+    const auto ev = evict_to_limit(dir.string(), 2000, {});
+    to_child.close_end(1); // the child's read ends: it exits
+    CHECK(child.wait() == 0);
+    CHECK(ev.busy == List{a});
+    CHECK(ev.removed == List{b, c});
+    CHECK(ev.bytes_after == 1010);
+    CHECK(fs::exists(a));
+    CHECK(fs::exists(a + ".stamp"));
+
+    // Its lock ended with it.
+    const auto after = evict_to_limit(dir.string(), 1, {});
+    CHECK(after.removed == List{a});
+    CHECK(after.busy.empty());
+    CHECK_FALSE(fs::exists(a));
     fs::remove_all(dir);
 }
