@@ -375,7 +375,7 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
         }
         auto r = rows(pc);
         if (!r) continue;
-        seen.push_back(std::move(*r));
+        seen.push_back(*r);
         row_of[k] = static_cast<std::uint32_t>(seen.size() - 1);
     }
     const auto row_at = [&](std::size_t k) -> const Row* {
