@@ -5,6 +5,7 @@
 #include "elf_probe.hpp"
 #include "needed_libraries.hpp"
 #include "sb_target.hpp"
+#include "sfunwind/elf/debug_file_writer.hpp"
 #include "target_create_hook.hpp"
 
 #include <algorithm>
@@ -454,7 +455,8 @@ bool Coverage::is_served_copy(const std::string& symbols, const std::string& id,
     // reuses it for the build-id without asking again, also for another file
     // with the same build-id (a program and its stripped copy, whose symbol
     // tables differ). So a copy is recognized by what makes it the plugin's:
-    // the build-id and the .debug_frame translated from the SFrame section.
+    // the build-id and the generator section, or in a file written before
+    // there was one, the .debug_frame translated from the SFrame section.
     std::error_code ec;
     const auto stamp = [&](const std::string& p) {
         return std::to_string(file_size(p)) + ":" +
@@ -466,11 +468,29 @@ bool Coverage::is_served_copy(const std::string& symbols, const std::string& id,
         const std::lock_guard lock(mutex_);
         if (auto it = copies_.find(key); it != copies_.end()) return it->second;
     }
-    const auto theirs = read_section(symbols, ".debug_frame");
-    const auto ours = read_section(debug_file, ".debug_frame");
+    // A copy LLDB kept from before the translation changed (a new sfunwind,
+    // the other callee-saved setting) is still the plugin's, not a base:
+    // taken for one, it made every session translate the module again.
     const auto their_id = read_build_id(symbols);
-    const bool copy =
-        theirs && ours && !ours->empty() && *theirs == *ours && their_id && *their_id == id;
+    bool copy = false;
+    if (their_id && *their_id == id) {
+        const auto generator = read_section(symbols, elf::generator_section);
+        if (generator && is_generated(*generator)) {
+            copy = true;
+        } else {
+            const auto theirs = read_section(symbols, ".debug_frame");
+            const auto ours = read_section(debug_file, ".debug_frame");
+            copy = theirs && ours && !ours->empty() && *theirs == *ours;
+            // A file from before the generator section: the symbols the
+            // plugin names FDEs with (__sframe_fde_<start>) are its own.
+            if (!copy && theirs)
+                if (auto file = elf::ElfFile::open(symbols))
+                    copy = std::any_of(file->function_symbols().begin(),
+                                       file->function_symbols().end(), [](const elf::Symbol& f) {
+                                           return f.name.rfind(fde_symbol_prefix, 0) == 0;
+                                       });
+        }
+    }
     const std::lock_guard lock(mutex_);
     copies_[key] = copy;
     return copy;

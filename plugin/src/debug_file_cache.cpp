@@ -13,6 +13,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 #include <unistd.h>
 
@@ -20,7 +21,7 @@ namespace sfunwind::lldb_plugin {
 namespace {
 
 // Bump when the generated files change meaning, so old caches are redone.
-constexpr int generator_version = 3;
+constexpr int generator_version = 4;
 
 std::string env(const char* name) {
     const char* v = std::getenv(name);
@@ -68,6 +69,16 @@ std::string temporary_name(const std::string& final_path) {
 }
 
 } // namespace
+
+std::string generator_text() {
+    return "sfunwind LLDB plugin, debug file version " + std::to_string(generator_version);
+}
+
+bool is_generated(std::span<const std::uint8_t> generator_section) {
+    static constexpr std::string_view prefix = "sfunwind LLDB plugin, ";
+    return generator_section.size() >= prefix.size() &&
+           std::equal(prefix.begin(), prefix.end(), generator_section.begin());
+}
 
 std::string default_cache_dir() {
     if (auto d = env("SFUNWIND_LLDB_CACHE"); !d.empty()) return d;
@@ -200,13 +211,14 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
         return Error(frame.error().code(), file.file->name() + ": " + frame.error().message());
     elf::DebugFileContents contents;
     contents.debug_frame = frame->bytes;
+    contents.generator = generator_text();
     for (const auto& fn : frame->functions) {
         // A PC-mask FDE covers a PLT, whose entries LLDB names itself
         // (puts@plt, from the PLT relocations); one symbol over all of them
         // would hide those names.
         if (fn.pc_mask) continue;
         char name[48];
-        std::snprintf(name, sizeof name, "__sframe_fde_%llx",
+        std::snprintf(name, sizeof name, "%s%llx", fde_symbol_prefix,
                       static_cast<unsigned long long>(fn.start));
         contents.functions.push_back({name, fn.start, fn.size});
     }

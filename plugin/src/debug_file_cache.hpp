@@ -35,6 +35,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 
 namespace sfunwind::lldb_plugin {
@@ -57,6 +58,17 @@ struct CacheEntry {
 // The directory used when none is configured: $SFUNWIND_LLDB_CACHE, else
 // $XDG_CACHE_HOME/sfunwind/lldb, else $HOME/.cache/sfunwind/lldb.
 std::string default_cache_dir();
+
+// The text of the generator section (elf::generator_section) of the files
+// the plugin writes, and whether a file's section says the plugin wrote it
+// (any version): LLDB's debuginfod client keeps copies of the files the
+// responder served, which the plugin must not take for a module's own
+// debug file once its translation has changed.
+std::string generator_text();
+// The name of the symbol a file gets for an FDE its module names no
+// function at: this, then the start in hex.
+inline constexpr const char* fde_symbol_prefix = "__sframe_fde_";
+bool is_generated(std::span<const std::uint8_t> generator_section);
 
 // Lowercase hex of a build-id.
 std::string build_id_hex(const std::vector<std::uint8_t>& id);

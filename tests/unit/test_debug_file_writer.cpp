@@ -60,6 +60,7 @@ TEST_CASE("write_debug_file: a separate debug file with .debug_frame and the mis
     REQUIRE(main_sym != nullptr);
     contents.functions.push_back({"already_named", main_sym->value, main_sym->size});
     contents.functions.push_back({"__sframe_fde_plt0", 0x1020, 16});
+    contents.generator = "sfunwind test, version 1";
     const std::string out = temp_path("plt.debug");
     auto report = elf::write_debug_file(program, contents, out);
     if (!report) FAIL(report.error().message());
@@ -106,6 +107,14 @@ TEST_CASE("write_debug_file: a separate debug file with .debug_frame and the mis
             ++nobits;
         }
     }
+    // The generator section, not allocated, holds the text it was given.
+    const auto* generator = copy.section(elf::generator_section);
+    REQUIRE(generator != nullptr);
+    CHECK(generator->type == SHT_PROGBITS);
+    CHECK(generator->flags == 0);
+    const auto generator_bytes = copy.section_bytes(elf::generator_section);
+    REQUIRE(generator_bytes);
+    CHECK(std::string(generator_bytes->begin(), generator_bytes->end()) == contents.generator);
     CHECK(notes == 3);   // .note.gnu.property, .note.gnu.build-id, .note.ABI-tag
     CHECK(nobits == 23); // .interp ... .bss, .text and .sframe among them
     REQUIRE(copy.section(".text") != nullptr);

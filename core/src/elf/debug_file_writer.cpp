@@ -4,7 +4,7 @@
 // at an offset congruent to its original one modulo max(16, sh_addralign), so
 // that notes packed together in the base stay packed together and a segment
 // over them can be moved as one), then the new contents (.debug_frame,
-// .symtab, .strtab, .shstrtab) and the section header table.
+// .sfunwind, .symtab, .strtab, .shstrtab) and the section header table.
 #include "sfunwind/elf/debug_file_writer.hpp"
 
 #include <algorithm>
@@ -152,7 +152,7 @@ struct Source {
     std::size_t shstrndx = 0;
     std::size_t phnum = 0;
     std::vector<SourceSection> sections;
-    std::optional<std::size_t> symtab, dynsym, debug_frame;
+    std::optional<std::size_t> symtab, dynsym, debug_frame, generator;
 };
 
 Status read_headers(const ElfFile& base, Source& s, const Failure& fail) {
@@ -190,11 +190,12 @@ Status read_sections(Source& src, const Failure& fail) {
         if (s.shdr.sh_type == SHT_SYMTAB && !src.symtab) src.symtab = index;
         if (s.shdr.sh_type == SHT_DYNSYM && !src.dynsym) src.dynsym = index;
         if (s.name == ".debug_frame" && !src.debug_frame) src.debug_frame = index;
+        if (s.name == generator_section && !src.generator) src.generator = index;
         src.sections.push_back(std::move(s));
     }
     if (src.shstrndx == 0 || src.shstrndx >= src.sections.size())
         return fail(Errc::Malformed, "no section name table");
-    if (src.sections.size() + 3 >= SHN_LORESERVE)
+    if (src.sections.size() + 4 >= SHN_LORESERVE)
         return fail(Errc::Unsupported, "too many sections for a plain section header table");
     return ok();
 }
@@ -342,11 +343,12 @@ struct MovedRange {
 };
 
 struct Layout {
-    std::size_t symtab_index = 0, strtab_index = 0, frame_index = 0, total = 0;
-    std::uint32_t symtab_name = 0, strtab_name = 0, frame_name = 0;
+    std::size_t symtab_index = 0, strtab_index = 0, frame_index = 0, generator_index = 0, total = 0;
+    std::uint32_t symtab_name = 0, strtab_name = 0, frame_name = 0, generator_name = 0;
     StringTable shstrtab;
     std::uint64_t phoff = 0;
-    std::uint64_t frame_off = 0, symtab_off = 0, strtab_off = 0, shstrtab_off = 0, shoff = 0;
+    std::uint64_t frame_off = 0, generator_off = 0, symtab_off = 0, strtab_off = 0,
+                  shstrtab_off = 0, shoff = 0;
     // Per base section (0 unused): its offset in the new file, and whether
     // it keeps its bytes (else it becomes SHT_NOBITS).
     std::vector<std::uint64_t> offsets;
@@ -382,6 +384,7 @@ void assign_indices(const Source& src, Layout& l) {
                          ? own->sh_link
                          : next_index++;
     l.frame_index = src.debug_frame ? *src.debug_frame : next_index++;
+    l.generator_index = src.generator ? *src.generator : next_index++;
     l.total = next_index;
 }
 
@@ -402,7 +405,8 @@ std::uint64_t place_base_sections(const Source& src, Layout& l) {
     l.kept.assign(n, false);
     std::vector<std::size_t> order;
     for (std::size_t i = 1; i < n; ++i)
-        if (i != l.symtab_index && i != l.strtab_index && i != l.frame_index && i != src.shstrndx)
+        if (i != l.symtab_index && i != l.strtab_index && i != l.frame_index &&
+            i != l.generator_index && i != src.shstrndx)
             order.push_back(i);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
         return src.sections[a].shdr.sh_offset < src.sections[b].shdr.sh_offset;
@@ -439,11 +443,14 @@ Layout plan_layout(const Source& src, const DebugFileContents& contents,
     l.symtab_name = name_offset(l.symtab_index, ".symtab");
     l.strtab_name = name_offset(l.strtab_index, ".strtab");
     l.frame_name = name_offset(l.frame_index, ".debug_frame");
+    l.generator_name = name_offset(l.generator_index, generator_section);
 
     std::uint64_t tail = place_base_sections(src, l);
     l.frame_off = align_up(tail, 8);
     tail = l.frame_off;
     tail = align_up(tail + contents.debug_frame.size(), 8);
+    l.generator_off = tail;
+    tail = align_up(tail + contents.generator.size(), 8);
     l.symtab_off = tail;
     tail += symbols.bytes.size();
     l.strtab_off = tail;
@@ -472,8 +479,8 @@ output_section(std::size_t i, const Source& src, const DebugFileContents& conten
                const NewSymbols& symbols, const Layout& l) {
     GElf_Shdr h{};
     std::span<const std::uint8_t> bytes;
-    const bool replaced =
-        i == l.symtab_index || i == l.strtab_index || i == l.frame_index || i == src.shstrndx;
+    const bool replaced = i == l.symtab_index || i == l.strtab_index || i == l.frame_index ||
+                          i == l.generator_index || i == src.shstrndx;
     if (i < src.sections.size() && !replaced) {
         h = src.sections[i].shdr;
         h.sh_offset = l.offsets[i];
@@ -497,6 +504,11 @@ output_section(std::size_t i, const Source& src, const DebugFileContents& conten
         h = new_section_header(l.frame_name, SHT_PROGBITS, l.frame_off, contents.debug_frame.size(),
                                8);
         bytes = contents.debug_frame;
+    } else if (i == l.generator_index) {
+        h = new_section_header(l.generator_name, SHT_PROGBITS, l.generator_off,
+                               contents.generator.size(), 1);
+        bytes = {reinterpret_cast<const std::uint8_t*>(contents.generator.data()),
+                 contents.generator.size()};
     } else if (i == src.shstrndx) {
         h = src.sections[i].shdr;
         h.sh_offset = l.shstrtab_off;

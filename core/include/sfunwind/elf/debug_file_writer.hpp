@@ -6,8 +6,9 @@
 // and its program headers; the bytes of its notes (the build-id) and of its
 // non-allocated sections (.debug_*, .comment); no bytes for its allocated
 // sections (SHT_NOBITS: code and data are read from the program). Added: a
-// .debug_frame section (or the base's replaced) and a .symtab that names
-// every function a debugger must unwind through. The file costs its
+// .debug_frame section (or the base's replaced), a .symtab that names
+// every function a debugger must unwind through, and a .sfunwind section
+// naming the generator. The file costs its
 // .debug_frame, its symbols and the base's DWARF, not the program's size.
 //
 // Why this is enough for LLDB (19 and 23, lldb/source/Plugins/SymbolVendor/
@@ -51,7 +52,14 @@ struct DebugFileContents {
     // contents). Their symbols' section indices are remapped by address to
     // the base's sections.
     std::vector<const ElfFile*> symbol_sources;
+    // What wrote the file, as text in its own section (generator_section,
+    // replacing one the base has): a reader tells the files of a generator
+    // from the other debug files of a module by it, whatever their version.
+    std::string generator;
 };
+
+// The name of that section: not allocated, so no debugger loads it.
+inline constexpr const char* generator_section = ".sfunwind";
 
 struct DebugFileReport {
     std::size_t symbols = 0; // entries of the new .symtab, the null entry included
