@@ -65,7 +65,7 @@ Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, Mem
     std::optional<std::uint64_t> sp = in.sp;
     std::optional<std::uint64_t> fp = in.fp;
     if (!sp || !fp) {
-        if (const auto produced = table.produced_caller(in.level, in.pc)) {
+        if (const auto produced = table.produced_caller(in.level, in.pc, in.sp)) {
             sp = sp.value_or(produced->sp);
             fp = fp.value_or(produced->fp);
         }
@@ -126,7 +126,7 @@ Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, Mem
             const std::uint64_t lookup =
                 FrameAddress::of_frame(in.pc, out.topmost).lookup_address() - out.found.bias;
             out.saved_count = callee_saved::recover(*rules, lookup, next->cfa, memory, out.saved);
-            resolve_same_values(table.produced_saved(in.level, in.pc), registers,
+            resolve_same_values(table.produced_saved(in.level, in.pc, in.sp), registers,
                                 std::span(out.saved.data(), out.saved_count));
         }
     }

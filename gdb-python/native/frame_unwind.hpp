@@ -19,7 +19,8 @@ namespace sfunwind::gdb {
 struct FrameInput {
     std::uint64_t pc = 0;
     // Absent: the values the table recorded when a step produced this frame
-    // (ModuleTable::produced_caller), else read from `registers`.
+    // (ModuleTable::produced_caller, which knows the frame by its level, or
+    // by its SP when the level is unknown), else read from `registers`.
     std::optional<std::uint64_t> sp;
     std::optional<std::uint64_t> fp;
     std::int32_t level = -1; // GDB's frame level; -1: unknown

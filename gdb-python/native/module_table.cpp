@@ -233,12 +233,22 @@ void ModuleTable::record_caller(const FrameRegs& caller, std::int32_t level, boo
     latest_caller_ = LatestCaller{caller, level};
 }
 
-std::optional<FrameRegs> ModuleTable::produced_caller(std::int32_t level,
-                                                      std::uint64_t pc) const noexcept {
-    if (level < 1 || !latest_caller_ || latest_caller_->level != level ||
-        latest_caller_->regs.pc != pc)
-        return std::nullopt;
-    return latest_caller_->regs;
+const ModuleTable::LatestCaller*
+ModuleTable::produced(std::int32_t level, std::uint64_t pc,
+                      std::optional<std::uint64_t> sp) const noexcept {
+    if (!latest_caller_ || latest_caller_->regs.pc != pc) return nullptr;
+    if (level >= 1) return latest_caller_->level == level ? &*latest_caller_ : nullptr;
+    if (level == 0 || !sp || *sp != latest_caller_->regs.sp) return nullptr;
+    if (topmost_ && *topmost_ == FrameKey{pc, *sp}) return nullptr;
+    return &*latest_caller_;
+}
+
+std::optional<FrameRegs>
+ModuleTable::produced_caller(std::int32_t level, std::uint64_t pc,
+                             std::optional<std::uint64_t> sp) const noexcept {
+    const LatestCaller* latest = produced(level, pc, sp);
+    if (latest == nullptr) return std::nullopt;
+    return latest->regs;
 }
 
 void ModuleTable::record_caller_saved(std::span<const callee_saved::SavedRegister> saved) {
@@ -249,10 +259,11 @@ void ModuleTable::record_caller_saved(std::span<const callee_saved::SavedRegiste
 }
 
 std::span<const callee_saved::SavedRegister>
-ModuleTable::produced_saved(std::int32_t level, std::uint64_t pc) const noexcept {
-    if (!produced_caller(level, pc)) return {};
-    return std::span<const callee_saved::SavedRegister>(latest_caller_->saved.data(),
-                                                        latest_caller_->saved_count);
+ModuleTable::produced_saved(std::int32_t level, std::uint64_t pc,
+                            std::optional<std::uint64_t> sp) const noexcept {
+    const LatestCaller* latest = produced(level, pc, sp);
+    if (latest == nullptr) return {};
+    return std::span<const callee_saved::SavedRegister>(latest->saved.data(), latest->saved_count);
 }
 
 void ModuleTable::new_stop() noexcept {

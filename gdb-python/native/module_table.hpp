@@ -106,12 +106,19 @@ class ModuleTable {
     // NotSaved), recorded with the latest caller: the next frame's "same
     // value" registers are these, without reading them back from GDB.
     void record_caller_saved(std::span<const callee_saved::SavedRegister> saved);
-    std::span<const callee_saved::SavedRegister> produced_saved(std::int32_t level,
-                                                                std::uint64_t pc) const noexcept;
-    // The registers of the caller the latest step produced, when GDB asks
-    // for the frame at `level` (>= 1) with `pc`: GDB took that frame's
-    // registers from the step's output.
-    std::optional<FrameRegs> produced_caller(std::int32_t level, std::uint64_t pc) const noexcept;
+    // The latest caller is the frame GDB asks about when its PC is the
+    // caller's and either its level is the one recorded (>= 1; the Python
+    // path knows levels, not SPs) or, level unknown (-1, the JIT reader),
+    // its SP is the caller's and it is not the topmost frame: at one stop a
+    // (pc, sp) names one frame, and GDB took that frame's registers from the
+    // step's output.
+    std::span<const callee_saved::SavedRegister>
+    produced_saved(std::int32_t level, std::uint64_t pc,
+                   std::optional<std::uint64_t> sp = std::nullopt) const noexcept;
+    // The registers of that caller, when it is the frame asked about.
+    std::optional<FrameRegs>
+    produced_caller(std::int32_t level, std::uint64_t pc,
+                    std::optional<std::uint64_t> sp = std::nullopt) const noexcept;
     // Forgets the registers of the latest caller (produced_caller), but
     // not which frames are callers.
     void forget_produced_registers() noexcept { latest_caller_.reset(); }
@@ -150,6 +157,8 @@ class ModuleTable {
     };
     std::optional<LatestCaller> latest_caller_;
     std::optional<FrameKey> topmost_;
+    const LatestCaller* produced(std::int32_t level, std::uint64_t pc,
+                                 std::optional<std::uint64_t> sp) const noexcept;
 };
 
 // The table of this process (GDB's).

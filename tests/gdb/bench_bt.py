@@ -11,7 +11,7 @@ median of each is reported. GDB's output goes to /dev/null.
 
 usage: bench_bt.py --gdb gdb --loader build/default/gdb-python/sfunwind.py
                    [--program tests/fixtures/bin/gas-2.40/deep10000-O2-nofp]
-                   [--rounds 7] [--json out.json]
+                   [--rounds 7] [--repeat 1] [--json out.json]
 Exit status 0 when the measurements completed (the targets are reported,
 not enforced: timings depend on the machine)."""
 
@@ -36,7 +36,7 @@ SWITCH = {
 }
 
 
-def commands(rounds, out_json):
+def commands(rounds, out_json, repeat=1):
     """The session after the preamble and the loader (gdb_harness.Gdb)."""
     lines = [
         "run",
@@ -49,12 +49,15 @@ def commands(rounds, out_json):
         lines += SWITCH[mode] + ["maint flush register-cache", "bt"]
     for _ in range(rounds):
         for mode in MODES:
-            lines += SWITCH[mode] + [
-                "maint flush register-cache",
-                "python t0 = time.perf_counter()",
-                "bt",
-                "python T.setdefault(%r, []).append(time.perf_counter() - t0)" % mode,
-            ]
+            lines += SWITCH[mode] + ["maint flush register-cache", "python t0 = time.perf_counter()"]
+            # A short stack's bt takes about a millisecond: a sample is
+            # `repeat` of them, each after its own flush, so the clock and
+            # the command's own cost do not dominate.
+            for k in range(repeat):
+                if k:
+                    lines.append("maint flush register-cache")
+                lines.append("bt")
+            lines.append("python T.setdefault(%r, []).append((time.perf_counter() - t0) / %d)" % (mode, repeat))
     # How many frames each mode saw (the same, or the comparison is void).
     # And how many of them each SFrame path unwound itself (its counters in
     # `sframe status`), so a path that silently declined is not timed as if
@@ -79,13 +82,15 @@ def main():
     ap = H.parser(__doc__, runs=False, timeout=1800)
     ap.add_argument("--program", default=H.fixture("bin", "gas-2.40", "deep10000-O2-nofp"))
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="bt commands per timed sample (each after a flush); the time is per bt")
     ap.add_argument("--json")
     args = ap.parse_args()
     g = H.Gdb(args.gdb, args.loader, args.timeout)
     version = g.version()
     with tempfile.TemporaryDirectory() as tmp:
         out_json = os.path.join(tmp, "times.json")
-        proc, error = g.run(commands(args.rounds, out_json), [os.path.abspath(args.program)],
+        proc, error = g.run(commands(args.rounds, out_json, args.repeat), [os.path.abspath(args.program)],
                             stdout=subprocess.DEVNULL)
         if error is not None or not os.path.exists(out_json):
             sys.stderr.write(error or proc.stderr)
@@ -95,9 +100,9 @@ def main():
             data = json.load(f)
     times, frames = data["times"], data["frames"]
     med = {m: statistics.median(times[m]) for m in MODES}
-    print("%s, %s, %d rounds" % (version, os.path.relpath(args.program), args.rounds))
+    print("%s, %s, %d rounds of %d bt" % (version, os.path.relpath(args.program), args.rounds, args.repeat))
     for m in MODES:
-        print("  %-10s bt: median %.3f s (min %.3f, max %.3f), %d frames" % (
+        print("  %-10s bt: median %.4f s (min %.4f, max %.4f), %d frames" % (
             m, med[m], min(times[m]), max(times[m]), frames[m]))
     print("  python / dwarf = %.2f (target <= 0.7)" % (med["python"] / med["dwarf"]))
     print("  native / dwarf = %.2f (target <= 0.5)" % (med["native"] / med["dwarf"]))

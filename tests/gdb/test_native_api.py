@@ -243,6 +243,25 @@ def run(args, res):
         status = lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
         check("%s: other frames' SP and FP come from the register callback" % writer,
               status != 0 and regs.asked == [7, 6], "status %d, asked %s" % (status, regs.asked))
+        # The JIT reader knows no levels (-1), only the frame's PC and SP:
+        # a frame with the produced caller's PC and SP is that caller, and
+        # its FP is not read back; another SP at that PC, or the topmost
+        # frame, is another frame, whose FP is read.
+        def level_unknown(frame_sp, topmost=None):
+            unwind(lib, rec, sp, 0x1234, 0)
+            if topmost is not None:
+                lib.set_topmost(*topmost)
+            regs.asked = []
+            frame = native.Frame(pc=ret, sp=frame_sp, has_sp=1, level=-1)
+            lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
+            lib.new_stop()
+            return list(regs.asked)
+        asked = level_unknown(sp + 8)
+        check("%s: level unknown, the produced caller's FP is not read back" % writer, asked == [], asked)
+        asked = level_unknown(sp + 16)
+        check("%s: level unknown, another SP at the caller's PC reads the FP" % writer, asked == [6], asked)
+        asked = level_unknown(sp + 8, topmost=(ret, sp + 8))
+        check("%s: level unknown, the topmost frame is never a produced caller" % writer, asked == [6], asked)
         # A new objfile or target: the stack bytes and the caller's
         # registers are forgotten.
         lib.unwind_raw(ctypes.addressof(native.Frame(pc=rec, sp=sp, fp=0x1234, has_sp=1, has_fp=1, level=0)),
