@@ -135,9 +135,9 @@ if [[ -z ${SKIP_DEBUGGERS:-} ]]; then
   run first_bt_sid in_chroot "${FIRST_BT[@]}" --work "$BIG_DIR/bench" --gdb gdb --gdb-loader "$SID_GDB" \
     --lldb lldb-23 --lldb-plugin "$SID_LLDB" --lldb-parallel-off
   run walk_gdb13_deep python3 tests/gdb/bench_bt.py --gdb gdb --loader "$HOST_GDB"
-  run walk_gdb13_big python3 tests/gdb/bench_bt.py --gdb gdb --loader "$HOST_GDB" --program "$BIG_DIR/host-both/big"
+  run walk_gdb13_big python3 tests/gdb/bench_bt.py --gdb gdb --loader "$HOST_GDB" --program "$BIG_DIR/host-both/big" --repeat 40
   run walk_gdb18_deep in_chroot python3 tests/gdb/bench_bt.py --gdb gdb --loader "$SID_GDB"
-  run walk_gdb18_big in_chroot python3 tests/gdb/bench_bt.py --gdb gdb --loader "$SID_GDB" --program "$BIG_DIR/both/big"
+  run walk_gdb18_big in_chroot python3 tests/gdb/bench_bt.py --gdb gdb --loader "$SID_GDB" --program "$BIG_DIR/both/big" --repeat 40
   run walk_lldb19 env LLDB_DEBUGSERVER_PATH=/usr/lib/llvm-19/bin/lldb-server \
     python3 tests/lldb/test_bench.py --plugin "$HOST_LLDB" --lldb lldb-19 --work build/speed-debuggers/bench-work
   run walk_lldb23 in_chroot python3 tests/lldb/test_bench.py --plugin "$SID_LLDB" --lldb lldb-23 \

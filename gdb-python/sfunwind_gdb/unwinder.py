@@ -15,6 +15,7 @@ with SFrame cost one register read, shared by the per-objfile unwinders
 (they all get the same PendingFrame)."""
 
 import ctypes
+import struct
 
 import gdb
 import gdb.unwinder
@@ -45,33 +46,51 @@ class Counters:
         self.last_failure = ""
 
 
+# native.SavedRegister's layout, in the host's byte order (the library's).
+_SAVED = struct.Struct("=HB5xQ")
+assert _SAVED.size == ctypes.sizeof(native.SavedRegister)
+
 # gdb.Type codes of registers whose value is an address or an integer: a
 # floating-point register's value would convert to a number, not its bits.
 _INTEGER_TYPE_CODES = (gdb.TYPE_CODE_INT, gdb.TYPE_CODE_PTR)
 
 
+def _register_descriptors(pf):
+    """{name: gdb.RegisterDescriptor} of the frame's architecture; {} on a
+    GDB without them (before 11)."""
+    try:
+        return {d.name: d for d in pf.architecture().registers()}
+    except (AttributeError, gdb.error):
+        return {}
+
+
 class _Values:
     """gdb.Value objects by number, of one register's type when `type_` is
     given: code addresses (function starts, return addresses in a
-    recursion) and frame pointers repeat from frame to frame. GDB copies a
-    value's contents into its frame cache, so sharing them is safe."""
+    recursion), frame pointers and callee-saved registers passed on
+    unchanged repeat from frame to frame. GDB copies a value's contents
+    into its frame cache, so sharing them is safe. The hot loop reads
+    `cache` itself and calls make() on a miss (a method call per register
+    is a measurable share of a frame)."""
 
     MAX = 1 << 12
 
     def __init__(self, type_=None):
-        self._values = {}
+        self.cache = {}
         self._type = type_
 
-    def get(self, number):
-        value = self._values.get(number)
-        if value is None:
-            if len(self._values) >= self.MAX:
-                self._values.clear()
-            value = gdb.Value(number)
-            if self._type is not None:
-                value = value.cast(self._type)
-            self._values[number] = value
+    def make(self, number):
+        if len(self.cache) >= self.MAX:
+            self.cache.clear()
+        value = gdb.Value(number)
+        if self._type is not None:
+            value = value.cast(self._type)
+        self.cache[number] = value
         return value
+
+    def get(self, number):
+        value = self.cache.get(number)
+        return self.make(number) if value is None else value
 
 
 class Engine:
@@ -100,7 +119,10 @@ class Engine:
         # (general registers share one; s390x f8-f15 have a float type),
         # and per register id its _Values (False: not given to GDB).
         self._saved_values = {}
-        self._saved_by_id = {}
+        # {DWARF number of a callee-saved register: (GDB register id, its
+        # _Values), or False when it is not given to GDB}.
+        self._saved_slots = {}
+        self._descriptors = {}
         self._pf = None
         self._pc = None
         self._cur_pf = None
@@ -108,6 +130,10 @@ class Engine:
         self._result = native.UnwindResult()
         self._frame_ref = ctypes.addressof(self._frame)
         self._result_ref = ctypes.addressof(self._result)
+        # The result's saved registers as bytes (a live view of the
+        # structure the library writes).
+        offset = native.UnwindResult.saved.offset
+        self._saved_view = memoryview(self._result).cast("B")[offset:offset + ctypes.sizeof(self._result.saved)]
         self._unwind_raw = lib.unwind_raw
         self._read_cb = native.READ_FN(self._read_memory)
         self._reg_cb = native.REG_FN(self._read_dwarf_register)
@@ -134,8 +160,9 @@ class Engine:
         self._code = _Values()
         self._pc_values = self._fp_values = self._code
         self._saved_values = {}
-        self._saved_by_id = {}
+        self._saved_slots = {}
         self._dwarf_ids = {}
+        self._descriptors = _register_descriptors(pf)
         if regs is None:
             return
         names = (regs.pc, regs.sp, regs.fp, regs.link)
@@ -155,9 +182,14 @@ class Engine:
             self._dwarf_ids[abi.ra_reg] = link_id
 
     def _gdb_register_id(self, number):
-        """GDB's id of DWARF register `number`, or False."""
+        """GDB's id of DWARF register `number`: its gdb.RegisterDescriptor
+        (GDB finds the register at once; a name costs a search of every
+        register's name, 0.5 us an add_saved_register on GDB 13), its name
+        where GDB has no descriptors, or False."""
         name = self.regs.abi.register_name(number) if self.regs else None
-        return name if name is not None else False
+        if name is None:
+            return False
+        return self._descriptors.get(name, name)
 
     # -- callbacks from the library -----------------------------------------
     def _read_memory(self, addr, buf, size):
@@ -224,26 +256,47 @@ class Engine:
         # The FP: restored from the stack, or this frame's own.
         info.add_saved_register(self._fp_id, self._fp_values.get(res.fp))
         # The callee-saved registers the function's code shows where it
-        # keeps; the others stay <not saved>.
-        for k in range(res.saved_count):
-            self._add_callee_saved(pf, info, res.saved[k])
+        # keeps; the others stay <not saved>. Read as (reg, kind, value)
+        # tuples in one call: ctypes builds an object per field access.
+        count = res.saved_count
+        if count:
+            slots = self._saved_slots
+            add = info.add_saved_register
+            for reg, kind, number in _SAVED.iter_unpack(self._saved_view[:count * _SAVED.size]):
+                if kind != native.SAVED_VALUE:
+                    continue
+                slot = slots.get(reg)
+                if slot is None:
+                    slot = slots[reg] = self._saved_slot(pf, reg)
+                if slot is False:
+                    continue
+                ident, values = slot
+                value = values.cache.get(number)
+                if value is None:
+                    value = values.make(number)
+                try:
+                    add(ident, value)
+                except ValueError:
+                    # A descriptor belongs to one gdbarch: another variant
+                    # of the architecture (another inferior's target
+                    # description) takes the register by name.
+                    name = self.regs.abi.register_name(reg)
+                    slots[reg] = (name, values)
+                    self._dwarf_ids[reg] = name
+                    add(name, value)
         self.counters.frames += 1
         return info
 
-    def _add_callee_saved(self, pf, info, saved):
-        if saved.kind != native.SAVED_VALUE:
-            return
-        ident = self._dwarf_ids.get(saved.reg)
+    def _saved_slot(self, pf, reg):
+        """(GDB register id, _Values) for callee-saved DWARF register
+        `reg`, or False when GDB is not given it."""
+        ident = self._dwarf_ids.get(reg)
         if ident is None:
-            ident = self._dwarf_ids[saved.reg] = self._gdb_register_id(saved.reg)
+            ident = self._dwarf_ids[reg] = self._gdb_register_id(reg)
         if ident is False:
-            return
-        values = self._saved_by_id.get(ident)
-        if values is None:
-            values = self._saved_by_id[ident] = self._values_for(pf, ident)
-        if values is False:
-            return
-        info.add_saved_register(ident, values.get(saved.value))
+            return False
+        values = self._values_for(pf, ident)
+        return False if values is False else (ident, values)
 
     def _values_for(self, pf, ident):
         if not self._cast:
