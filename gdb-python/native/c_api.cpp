@@ -99,14 +99,6 @@ Callbacks& callbacks() {
     return c;
 }
 
-// The stack bytes sfunwind_gdb_unwind() read at this stop. The JIT reader
-// has none: nothing tells it when the inferior ran (Python does, through
-// sfunwind_gdb_new_stop()), so it reads each frame's window afresh.
-g::StackChunk& stack_chunk() {
-    static g::StackChunk chunk;
-    return chunk;
-}
-
 } // namespace
 
 extern "C" {
@@ -258,7 +250,6 @@ int sfunwind_gdb_unplace(int32_t module) {
 void sfunwind_gdb_reset(void) {
     try {
         g::table().reset();
-        stack_chunk().clear();
     } catch (...) {
         fail_exception();
     }
@@ -380,7 +371,7 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
         in.level = frame->level;
         CallbackMemory target(callbacks().read);
         CallbackRegisters registers(callbacks().reg);
-        auto done = g::unwind_frame(g::table(), in, target, registers, &stack_chunk());
+        auto done = g::unwind_frame(g::table(), in, target, registers, &g::table().stack_chunk());
         if (!done) return fail(done.error());
         if (done->step.outermost())
             return fail_outermost(sfunwind::to_string(done->step.end), frame->pc);
@@ -398,7 +389,8 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
         static_assert(static_cast<int>(sfunwind::callee_saved::SavedRegister::Kind::SameValue) ==
                           1 &&
                       static_cast<int>(sfunwind::callee_saved::SavedRegister::Kind::Value) == 2);
-        static_assert(SFUNWIND_GDB_MAX_SAVED >= sfunwind::callee_saved::FunctionRules::max_registers);
+        static_assert(SFUNWIND_GDB_MAX_SAVED >=
+                      sfunwind::callee_saved::FunctionRules::max_registers);
         out->saved_count = static_cast<std::uint32_t>(
             std::min<std::size_t>(done->saved_count, SFUNWIND_GDB_MAX_SAVED));
         for (std::uint32_t i = 0; i < out->saved_count; ++i) {
@@ -415,12 +407,11 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
 
 void sfunwind_gdb_new_stop(void) {
     g::table().new_stop();
-    stack_chunk().clear();
 }
 
 void sfunwind_gdb_forget_stack(void) {
     g::table().forget_produced_registers();
-    stack_chunk().clear();
+    g::table().stack_chunk().clear();
 }
 
 void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp) {

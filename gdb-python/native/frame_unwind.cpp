@@ -13,12 +13,6 @@ namespace {
 // word.
 constexpr std::size_t max_window = 256;
 
-bool covers(std::uint64_t window_addr, std::size_t window_size, std::uint64_t addr,
-            std::uint32_t size) {
-    const std::uint64_t rel = addr - window_addr;
-    return rel <= window_size && size <= window_size - rel;
-}
-
 // Turns the "same value" registers into values, which is what GDB takes:
 // the frame's own value of the register is what the step that produced
 // this frame gave GDB (`produced`), or, for a frame no step of ours
@@ -42,23 +36,6 @@ void resolve_same_values(std::span<const callee_saved::SavedRegister> produced,
 }
 
 } // namespace
-
-std::span<const std::uint8_t> StackChunk::cover(std::uint64_t addr, std::uint32_t size,
-                                                MemoryReader& target, std::uint64_t* start) {
-    if (size_ == 0 || !covers(addr_, size_, addr, size)) {
-        size_ = 0;
-        if (target.read(addr, std::span<std::uint8_t>(bytes_.data(), capacity)))
-            size_ = capacity;
-        else if (size <= capacity &&
-                 target.read(addr, std::span<std::uint8_t>(bytes_.data(), size)))
-            size_ = size;
-        else
-            return {};
-        addr_ = addr;
-    }
-    *start = addr_;
-    return {bytes_.data(), size_};
-}
 
 Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, MemoryReader& target,
                                    RegisterSource& registers, StackChunk* chunk) {

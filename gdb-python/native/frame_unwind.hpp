@@ -8,6 +8,7 @@
 
 #include "module_table.hpp"
 #include "sfunwind/unwind/step.hpp"
+#include "stack_chunk.hpp"
 
 #include <array>
 #include <cstdint>
@@ -36,27 +37,6 @@ struct FrameOutput {
     // Value (a "same value" resolved to the frame's own) or NotSaved.
     std::array<callee_saved::SavedRegister, callee_saved::FunctionRules::max_registers> saved{};
     std::size_t saved_count = 0;
-};
-
-// Stack bytes read ahead towards older frames, for a bridge that pays per
-// read request (GDB's Python API: about 2 us a read): a caller's slots lie
-// just above its callee's, so one read serves many frames. The bytes are
-// those of one stop: clear() when the inferior runs or memory is written.
-class StackChunk {
-  public:
-    static constexpr std::size_t capacity = 1024;
-
-    // Bytes that hold [addr, addr + size), starting at *start: the chunk if
-    // it holds them, else the chunk read again at addr (`capacity` bytes,
-    // or only `size` where the stack's end is nearer). Empty if unreadable.
-    std::span<const std::uint8_t> cover(std::uint64_t addr, std::uint32_t size,
-                                        MemoryReader& target, std::uint64_t* start);
-    void clear() noexcept { size_ = 0; }
-
-  private:
-    std::array<std::uint8_t, capacity> bytes_{};
-    std::uint64_t addr_ = 0;
-    std::size_t size_ = 0;
 };
 
 // Reads the row's planned window from `chunk` when given, else from

@@ -18,6 +18,7 @@
 #include "sfunwind/unwind/module_set.hpp"
 #include "sfunwind/unwind/row_source.hpp"
 #include "sfunwind/unwind/step.hpp"
+#include "stack_chunk.hpp"
 
 #include <array>
 #include <cstdint>
@@ -126,6 +127,9 @@ class ModuleTable {
     // may now be a topmost frame.
     void new_stop() noexcept;
     void set_topmost(std::uint64_t pc, std::uint64_t sp) noexcept;
+    // The stack bytes read at this stop, shared by both paths (only one is
+    // on at a time); new_stop() and reset() clear them.
+    StackChunk& stack_chunk() noexcept { return chunk_; }
 
   private:
     Expected<std::int32_t> add(OpenModule module);
@@ -157,6 +161,7 @@ class ModuleTable {
     };
     std::optional<LatestCaller> latest_caller_;
     std::optional<FrameKey> topmost_;
+    StackChunk chunk_;
     const LatestCaller* produced(std::int32_t level, std::uint64_t pc,
                                  std::optional<std::uint64_t> sp) const noexcept;
 };

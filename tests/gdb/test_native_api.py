@@ -216,8 +216,11 @@ def run(args, res):
         check("%s: row at recurse's entry" % writer, lib.describe(row).startswith("CFA=rsp+8 RA=[CFA-8]"),
               lib.describe(row))
         sp, ret = 0x7FFF0000, rec + 5  # a "return address" inside recurse
-        # The stack is read ahead 1 KiB from the planned window; where that
-        # fails (the fake stack ends), the planned window alone.
+        # The stack is read 4 KiB at a time from 512 bytes below the planned
+        # window (a frame's save slots lie below its CFA); where that fails
+        # (the fake stack holds one word), from 512 bytes below to the
+        # window's end, then the planned window alone.
+        fresh = [(sp - 512, 4096), (sp - 512, 520), (sp, 8)]
         lib.new_stop()
         stack.words = {sp: ret}
         stack.reads = []
@@ -225,8 +228,19 @@ def run(args, res):
         check("%s: unwind at entry, the stack read once" % writer,
               status == 0 and res.pc == ret and res.sp == sp + 8 and res.cfa == sp + 8 and res.fp == 0x1234
               and res.func_start == rec and res.fallback_reads == 0 and res.topmost == 1
-              and stack.reads == [(sp, 1024), (sp, 8)],
+              and stack.reads == fresh,
               "status %d pc 0x%x sp 0x%x cfa 0x%x reads %s" % (status, res.pc, res.sp, res.cfa, stack.reads))
+        # A stack readable around the window: one read of 4 KiB.
+        lib.new_stop()
+        stack.words = {a: 0 for a in range(sp - 512, sp - 512 + 4096, 8)}
+        stack.words[sp] = ret
+        stack.reads = []
+        status, res = unwind(lib, rec, sp, 0x1234, 0)
+        check("%s: one read of 4 KiB from 512 bytes below the window" % writer,
+              status == 0 and res.pc == ret and stack.reads == [(sp - 512, 4096)], stack.reads)
+        lib.new_stop()
+        stack.words = {sp: ret}
+        status, res = unwind(lib, rec, sp, 0x1234, 0)
         # At the same stop the bytes read serve again; a new stop reads anew.
         stack.reads = []
         status, res = unwind(lib, rec, sp, 0x1234, 0)
@@ -273,12 +287,12 @@ def run(args, res):
         lib.unwind_raw(ctypes.addressof(frame), ctypes.addressof(res))
         check("%s: forget_stack() forgets the caller's registers" % writer, regs.asked == [7, 6], regs.asked)
         status, res = unwind(lib, rec, sp, 0x1234, 0)
-        check("%s: forget_stack() forgets the stack bytes" % writer, stack.reads == [(sp, 1024), (sp, 8)],
+        check("%s: forget_stack() forgets the stack bytes" % writer, stack.reads == fresh,
               stack.reads)
         lib.new_stop()
         stack.reads = []
         status, res = unwind(lib, rec, sp, 0x1234, 0)
-        check("%s: a new stop reads the stack again" % writer, status == 0 and stack.reads == [(sp, 1024), (sp, 8)],
+        check("%s: a new stop reads the stack again" % writer, status == 0 and stack.reads == fresh,
               stack.reads)
         # The caller it produced is looked up as a return address (pc - 1):
         # recurse's return address inside recurse stays in recurse.
