@@ -71,26 +71,49 @@ class _Values:
     unchanged repeat from frame to frame. GDB copies a value's contents
     into its frame cache, so sharing them is safe. The hot loop reads
     `cache` itself and calls make() on a miss (a method call per register
-    is a measurable share of a frame)."""
+    is a measurable share of a frame).
+
+    A typed value is made from its bytes when the target's byte order is
+    known (`order`, "little" or "big") and the type is 8 bytes: GDB 18
+    takes 0.9 us for that and 2.5 us for gdb.Value(n).cast(type)."""
 
     MAX = 1 << 12
 
-    def __init__(self, type_=None):
+    def __init__(self, type_=None, order=None):
         self.cache = {}
         self._type = type_
+        self._order = order if type_ is not None and type_.sizeof == 8 else None
+
+    def new(self, number):
+        if self._order is not None:
+            return gdb.Value(number.to_bytes(8, self._order), self._type)
+        value = gdb.Value(number)
+        return value if self._type is None else value.cast(self._type)
 
     def make(self, number):
         if len(self.cache) >= self.MAX:
             self.cache.clear()
-        value = gdb.Value(number)
-        if self._type is not None:
-            value = value.cast(self._type)
-        self.cache[number] = value
+        value = self.cache[number] = self.new(number)
         return value
 
     def get(self, number):
         value = self.cache.get(number)
         return self.make(number) if value is None else value
+
+
+def _byte_order(value):
+    """"little" or "big": how GDB (14 and later: Value.bytes) lays out a
+    register value's number; None when the value cannot tell."""
+    try:
+        raw = bytes(value.bytes)
+        number = int(value) & ((1 << (8 * len(raw))) - 1)
+    except (AttributeError, gdb.error, ValueError, TypeError):
+        return None
+    little = raw == number.to_bytes(len(raw), "little")
+    big = raw == number.to_bytes(len(raw), "big")
+    if little == big:
+        return None
+    return "little" if little else "big"
 
 
 class Engine:
@@ -112,7 +135,9 @@ class Engine:
         # Whether add_saved_register needs values of the register's own
         # type: learnt at the first frame (GDB 13 checks the size only).
         self._cast = None
-        self._sp_type = None
+        self._sp_values = None
+        # The target's byte order, for typed values made from bytes.
+        self._order = None
         self._code = _Values()
         self._pc_values = self._fp_values = self._code
         # Callee-saved registers' values: one _Values per GDB register type
@@ -247,7 +272,7 @@ class Engine:
             self._learn_cast(pf)
         info.add_saved_register(self._pc_id, self._pc_values.get(res.pc))
         if self._cast:
-            sp_out = gdb.Value(res.sp).cast(self._sp_type)
+            sp_out = self._sp_values.new(res.sp)
         else:
             sp_out = cfa if res.sp == res.cfa else gdb.Value(res.sp)
         info.add_saved_register(self._sp_id, sp_out)
@@ -315,7 +340,7 @@ class Engine:
             key = str(type_)
         values = self._saved_values.get(key)
         if values is None:
-            values = self._saved_values[key] = _Values(type_)
+            values = self._saved_values[key] = _Values(type_, self._order)
         return values
 
     def _learn_cast(self, pf):
@@ -327,9 +352,11 @@ class Engine:
             self._cast = False
         except (ValueError, gdb.error):
             self._cast = True
-            self._pc_values = _Values(pf.read_register(self._pc_id).type)
-            self._sp_type = pf.read_register(self._sp_id).type
-            self._fp_values = _Values(pf.read_register(self._fp_id).type)
+            sp = pf.read_register(self._sp_id)
+            self._order = _byte_order(sp)
+            self._pc_values = _Values(pf.read_register(self._pc_id).type, self._order)
+            self._sp_values = _Values(sp.type, self._order)
+            self._fp_values = _Values(pf.read_register(self._fp_id).type, self._order)
 
     def _failed(self, status):
         if status == native.OUTERMOST:
