@@ -3,7 +3,6 @@
 
 #include <deque>
 #include <filesystem>
-#include <gelf.h>
 #include <set>
 #include <system_error>
 
@@ -35,35 +34,14 @@ std::vector<std::string> split_path(const std::string& list, const std::string& 
     return out;
 }
 
-// DT_NEEDED and the search path of one ELF file (gABI "Dynamic Section").
+// DT_NEEDED and the search path of one ELF file (RUNPATH, else RPATH). Only
+// the dynamic section and its strings are read, not the whole file: the
+// program of a big application is tens of MB.
 Dynamic read_dynamic(const elf::ElfFile& file, const std::string& origin) {
+    const elf::DynamicInfo info = file.dynamic_info();
     Dynamic d;
-    ::Elf* e = file.libelf_handle();
-    if (e == nullptr) return d;
-    std::string runpath;
-    std::string rpath;
-    for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn != nullptr; scn = elf_nextscn(e, scn)) {
-        GElf_Shdr shdr;
-        if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_DYNAMIC ||
-            shdr.sh_entsize == 0)
-            continue;
-        Elf_Data* data = elf_getdata(scn, nullptr);
-        if (data == nullptr) continue;
-        const std::size_t n = shdr.sh_size / shdr.sh_entsize;
-        for (std::size_t i = 0; i < n; ++i) {
-            GElf_Dyn dyn;
-            if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL)
-                break;
-            if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)
-                continue;
-            const char* s = elf_strptr(e, shdr.sh_link, dyn.d_un.d_val);
-            if (s == nullptr) continue;
-            if (dyn.d_tag == DT_NEEDED) d.needed.emplace_back(s);
-            if (dyn.d_tag == DT_RUNPATH) runpath = s;
-            if (dyn.d_tag == DT_RPATH) rpath = s;
-        }
-    }
-    d.search = split_path(!runpath.empty() ? runpath : rpath, origin);
+    d.needed = info.needed;
+    d.search = split_path(!info.runpath.empty() ? info.runpath : info.rpath, origin);
     return d;
 }
 

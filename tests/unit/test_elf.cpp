@@ -478,6 +478,30 @@ TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[
     }
 }
 
+TEST_CASE("dynamic_info(): DT_NEEDED in order, reading the dynamic section only", "[elf]") {
+    // readelf -d: NEEDED libm.so.6, libc.so.6; no RUNPATH or RPATH.
+    const auto path = test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47";
+    auto f = elf::ElfFile::open(path.string());
+    REQUIRE(f);
+    const std::size_t after_open = f->bytes_read();
+    const elf::DynamicInfo d = f->dynamic_info();
+    CHECK(d.needed == std::vector<std::string>{"libm.so.6", "libc.so.6"});
+    CHECK(d.runpath.empty());
+    CHECK(d.rpath.empty());
+    const auto* dynamic = f->section(".dynamic");
+    const auto* dynstr = f->section(".dynstr");
+    REQUIRE(dynamic != nullptr);
+    REQUIRE(dynstr != nullptr);
+    CHECK(f->bytes_read() <= after_open + dynamic->size + dynstr->size + 2 * 4096);
+    CHECK(f->bytes_read() < test::read_bytes(path).size() / 8);
+
+    // A static program has no dynamic section.
+    auto static_program = elf::ElfFile::open(
+        (test::source_dir() / "tests/fixtures/bin/gas-2.40/recurse-O2-nofp-static").string());
+    REQUIRE(static_program);
+    CHECK(static_program->dynamic_info().needed.empty());
+}
+
 TEST_CASE("truncated files give errors, not crashes", "[elf][robustness]") {
     SECTION("every cut of a file with section headers fails to open") {
         const auto full = bytes_of("x86_64-pie");

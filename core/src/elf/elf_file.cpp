@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <limits>
 #include <mutex>
 #include <sys/stat.h>
 #include <tuple>
@@ -458,6 +459,39 @@ std::optional<std::vector<std::uint8_t>> ElfFile::build_id() const {
             return id;
     }
     return std::nullopt;
+}
+
+DynamicInfo ElfFile::dynamic_info() const {
+    DynamicInfo d;
+    for (const auto& sec : impl_->sections) {
+        if (sec.type != SHT_DYNAMIC || !sec.in_file || sec.size == 0 ||
+            !impl_->image.ensure(sec.offset, sec.size))
+            continue;
+        const auto strtab = std::find_if(impl_->sections.begin(), impl_->sections.end(),
+                                         [&](const SectionInfo& t) { return t.index == sec.link; });
+        if (strtab == impl_->sections.end() || strtab->type != SHT_STRTAB || !strtab->in_file ||
+            !impl_->image.ensure(strtab->offset, strtab->size))
+            continue;
+        Elf_Scn* scn = elf_getscn(impl_->elf, sec.index);
+        Elf_Data* data = scn == nullptr ? nullptr : elf_getdata(scn, nullptr);
+        const std::size_t entry = gelf_fsize(impl_->elf, ELF_T_DYN, 1, EV_CURRENT);
+        if (data == nullptr || entry == 0) continue;
+        const std::size_t n = data->d_size / entry;
+        for (std::size_t i = 0; i < n && i <= static_cast<std::size_t>(std::numeric_limits<int>::max()); ++i) {
+            GElf_Dyn dyn;
+            if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL)
+                break;
+            if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)
+                continue;
+            const char* text = elf_strptr(impl_->elf, sec.link, dyn.d_un.d_val);
+            if (text == nullptr) continue;
+            if (dyn.d_tag == DT_NEEDED) d.needed.emplace_back(text);
+            if (dyn.d_tag == DT_RUNPATH) d.runpath = text;
+            if (dyn.d_tag == DT_RPATH) d.rpath = text;
+        }
+        break;
+    }
+    return d;
 }
 
 Expected<std::vector<std::uint8_t>> read_build_id(const std::string& path) {

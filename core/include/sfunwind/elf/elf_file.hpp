@@ -65,6 +65,15 @@ struct SectionInfo {
     bool in_file;
 };
 
+// What the dynamic section says of the libraries a file needs (gABI
+// "Dynamic Section"): DT_NEEDED names in order, DT_RUNPATH and DT_RPATH as
+// written (empty when absent).
+struct DynamicInfo {
+    std::vector<std::string> needed;
+    std::string runpath;
+    std::string rpath;
+};
+
 struct Symbol {
     std::string name;
     std::uint64_t value; // link-time address
@@ -114,6 +123,9 @@ class ElfFile {
     // its file offset, 0, modulo every page size, so 4 KiB is exact.)
     std::uint64_t link_base() const noexcept;
     std::optional<std::vector<std::uint8_t>> build_id() const;
+    // The dynamic section's needed libraries and search paths, reading that
+    // section and its string table only; empty for a file without one.
+    DynamicInfo dynamic_info() const;
 
     Expected<SframeLocation> find_sframe() const;
     // The section's bytes (size clipped to the file) and a parsed Section over
