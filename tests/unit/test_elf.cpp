@@ -177,6 +177,22 @@ TEST_CASE("find_sframe: errors name the file and the offset", "[elf]") {
         CHECK(w.error().where() == 0x21e0);
         CHECK(has_text(w.error(), "bad-magic"));
         CHECK(has_text(w.error(), "PT_GNU_SFRAME"));
+        // The offset once, the section's added to the segment's.
+        const std::string text = w.error().message();
+        CHECK(text.find("(at offset 0x21e0)") != std::string::npos);
+        CHECK(text.find("(at offset") == text.rfind("(at offset"));
+    }
+    SECTION("an empty segment (objcopy removed .sframe, the header stayed)") {
+        put_le(copy, phdr_at(copy, i) + 0x20, 0, 8); // p_filesz
+        auto empty = elf::ElfFile::from_bytes(copy, "empty-segment");
+        REQUIRE(empty.has_value());
+        auto w = empty->find_sframe();
+        REQUIRE_FALSE(w.has_value());
+        CHECK(w.error().code() == Errc::Truncated);
+        CHECK(w.error().where() == 0x21e0);
+        const std::string text = w.error().message();
+        CHECK(has_text(w.error(), "0 bytes, too short for the SFrame preamble"));
+        CHECK(text.find("(at offset") == text.rfind("(at offset"));
     }
     SECTION("a segment that runs past the end of the file") {
         put_le(copy, phdr_at(copy, i) + 0x20, 0x100000, 8); // p_filesz

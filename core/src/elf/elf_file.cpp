@@ -567,8 +567,10 @@ Expected<SframeLocation> ElfFile::find_sframe() const {
         auto section = sframe::Section::parse(bytes, p.vaddr);
         if (!section)
             return m.error(section.error().code(),
+                           // The segment's offset is added to the section's
+                           // below, so the section's own text goes without it.
                            "PT_GNU_SFRAME segment at file offset " + to_hex(p.offset) + ": " +
-                               section.error().message(),
+                               section.error().what(),
                            section.error().where() == no_offset
                                ? p.offset
                                : p.offset + section.error().where());
