@@ -477,7 +477,8 @@ DynamicInfo ElfFile::dynamic_info() const {
         const std::size_t entry = gelf_fsize(impl_->elf, ELF_T_DYN, 1, EV_CURRENT);
         if (data == nullptr || entry == 0) continue;
         const std::size_t n = data->d_size / entry;
-        for (std::size_t i = 0; i < n && i <= static_cast<std::size_t>(std::numeric_limits<int>::max()); ++i) {
+        for (std::size_t i = 0;
+             i < n && i <= static_cast<std::size_t>(std::numeric_limits<int>::max()); ++i) {
             GElf_Dyn dyn;
             if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL)
                 break;
