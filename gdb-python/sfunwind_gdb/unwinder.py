@@ -141,8 +141,7 @@ class Engine:
         self._code = _Values()
         self._pc_values = self._fp_values = self._code
         # Callee-saved registers' values: one _Values per GDB register type
-        # (general registers share one; s390x f8-f15 have a float type),
-        # and per register id its _Values (False: not given to GDB).
+        # (general registers share one; s390x f8-f15 have a float type).
         self._saved_values = {}
         # {DWARF number of a callee-saved register: (GDB register id, its
         # _Values), or False when it is not given to GDB}.
