@@ -371,7 +371,7 @@ int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
         in.level = frame->level;
         CallbackMemory target(callbacks().read);
         CallbackRegisters registers(callbacks().reg);
-        auto done = g::unwind_frame(g::table(), in, target, registers, &g::table().stack_chunk());
+        auto done = g::unwind_frame(g::table(), in, target, registers);
         if (!done) return fail(done.error());
         if (done->step.outermost())
             return fail_outermost(sfunwind::to_string(done->step.end), frame->pc);
@@ -410,8 +410,7 @@ void sfunwind_gdb_new_stop(void) {
 }
 
 void sfunwind_gdb_forget_stack(void) {
-    g::table().forget_produced_registers();
-    g::table().stack_chunk().clear();
+    g::table().forget_stack();
 }
 
 void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp) {

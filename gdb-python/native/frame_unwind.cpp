@@ -8,11 +8,6 @@
 namespace sfunwind::gdb {
 namespace {
 
-// Bytes a planned window read on its own may span: two words at most a few
-// hundred bytes apart would need more, and then go to the target word by
-// word.
-constexpr std::size_t max_window = 256;
-
 // Turns the "same value" registers into values, which is what GDB takes:
 // the frame's own value of the register is what the step that produced
 // this frame gave GDB (`produced`), or, for a frame no step of ours
@@ -38,7 +33,7 @@ void resolve_same_values(std::span<const callee_saved::SavedRegister> produced,
 } // namespace
 
 Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, MemoryReader& target,
-                                   RegisterSource& registers, StackChunk* chunk) {
+                                   RegisterSource& registers) {
     std::optional<std::uint64_t> sp = in.sp;
     std::optional<std::uint64_t> fp = in.fp;
     if (!sp || !fp) {
@@ -72,7 +67,6 @@ Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, Mem
     if (out.topmost && abi.ra_in_register) callee.ra = registers.get(abi.ra_reg);
 
     const ReadWindow plan = plan_reads(row);
-    std::array<std::uint8_t, max_window> local{};
     std::uint64_t addr = 0;
     std::span<const std::uint8_t> bytes;
     std::optional<std::uint64_t> base;
@@ -82,15 +76,7 @@ Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, Mem
         base = callee.fp;
     if (plan.size > 0 && base) {
         const std::uint64_t want = *base + static_cast<std::uint64_t>(plan.offset);
-        if (chunk != nullptr) {
-            bytes = chunk->cover(want, plan.size, target, &addr);
-        } else if (plan.size <= local.size()) {
-            auto buf = std::span<std::uint8_t>(local.data(), plan.size);
-            if (target.read(want, buf)) {
-                addr = want;
-                bytes = buf;
-            }
-        }
+        bytes = table.stack_chunk().cover(want, plan.size, target, &addr);
     }
     WindowMemory memory(addr, bytes, &target);
     auto next = step(row, abi, callee, out.topmost, memory, &registers);

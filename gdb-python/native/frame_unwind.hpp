@@ -8,7 +8,6 @@
 
 #include "module_table.hpp"
 #include "sfunwind/unwind/step.hpp"
-#include "stack_chunk.hpp"
 
 #include <array>
 #include <cstdint>
@@ -39,11 +38,11 @@ struct FrameOutput {
     std::size_t saved_count = 0;
 };
 
-// Reads the row's planned window from `chunk` when given, else from
-// `target` in one request; step()'s other reads go to `target`. The link
+// Reads the row's planned window through the table's stack chunk (bytes
+// of this stop, read from `target`); step()'s other reads go to `target`. The link
 // register and any other register a topmost frame's rules name come from
 // `registers`.
 Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, MemoryReader& target,
-                                   RegisterSource& registers, StackChunk* chunk);
+                                   RegisterSource& registers);
 
 } // namespace sfunwind::gdb

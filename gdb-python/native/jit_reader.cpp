@@ -170,7 +170,7 @@ std::optional<Unwound> unwind_frame(gdb_unwind_callbacks* cb) {
     in.sp = *sp;
     JitMemory target(cb->target_read);
     JitRegisters registers(cb, abi->order);
-    auto done = g::unwind_frame(g::table(), in, target, registers, &g::table().stack_chunk());
+    auto done = g::unwind_frame(g::table(), in, target, registers);
     // GDB's JIT interface has no "outermost" answer: declining the frame
     // lets GDB end the stack there.
     if (!done || done->step.outermost()) {

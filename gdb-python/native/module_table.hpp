@@ -120,15 +120,18 @@ class ModuleTable {
     std::optional<FrameRegs>
     produced_caller(std::int32_t level, std::uint64_t pc,
                     std::optional<std::uint64_t> sp = std::nullopt) const noexcept;
-    // Forgets the registers of the latest caller (produced_caller), but
-    // not which frames are callers.
-    void forget_produced_registers() noexcept { latest_caller_.reset(); }
+    // Forgets the registers of the latest caller (produced_caller) and the
+    // stack bytes, but not which frames are callers.
+    void forget_stack() noexcept {
+        latest_caller_.reset();
+        chunk_.clear();
+    }
     // Forgets the recorded frames: the inferior ran, so a recorded (pc, sp)
     // may now be a topmost frame.
     void new_stop() noexcept;
     void set_topmost(std::uint64_t pc, std::uint64_t sp) noexcept;
     // The stack bytes read at this stop, shared by both paths (only one is
-    // on at a time); new_stop() and reset() clear them.
+    // on at a time); new_stop(), reset() and forget_stack() clear them.
     StackChunk& stack_chunk() noexcept { return chunk_; }
 
   private:
