@@ -129,7 +129,13 @@ def main():
     with open(os.path.join(home_off, ".gdbinit"), "w") as f:
         f.write("sframe disable\n")
     with open(os.path.join(home_off, ".lldbinit"), "w") as f:
-        f.write("sframe cover --off\n")
+        # Off gives back LLDB's own module loading, which in LLDB 21 to 23
+        # can deadlock on a core's modules without any plugin (llvm-project
+        # PRs 166480 and 213094; seen here about once in 20 runs of lldb-23
+        # -c): this user switches it off as the README says. It comes after
+        # `sframe cover --off`, which restores the setting the plugin found.
+        # `-e`: LLDB 19 has no such setting.
+        f.write("sframe cover --off\nsettings set -e target.parallel-module-load false\n")
 
     def env_for(h):
         return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": h, "LANG": "C.UTF-8", "TERM": "dumb"}
