@@ -102,6 +102,8 @@ class CoverCommand final : public Command {
         }
         for (const auto& line : lines)
             result.Printf("sframe: %s\n", line.c_str());
+        if (const auto problem = session_.coverage.unlocked_files_warning(); !problem.empty())
+            result.Printf("warning: sframe: %s\n", problem.c_str());
         if (!quiet) {
             std::size_t in_use = 0;
             std::size_t with_sframe = 0;

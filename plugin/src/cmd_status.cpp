@@ -105,6 +105,7 @@ class StatusCommand final : public Command {
             j.key("cache_dir").value(session_.coverage.cache_dir());
             j.key("coverage_enabled").value(session_.coverage.enabled());
             j.key("callee_saved").value(session_.coverage.callee_saved());
+            j.key("unlocked_files").value(session_.coverage.unlocked_files_warning());
             const ResponderStatus r = session_.coverage.responder_status();
             j.key("responder").begin_object();
             j.key("url").value(r.url).key("problem").value(r.problem);
@@ -161,6 +162,8 @@ class StatusCommand final : public Command {
         result.Printf("debug files: %s (%s), in target.debug-file-search-paths\n",
                       session_.coverage.cache_dir().c_str(),
                       session_.coverage.enabled() ? "on" : "off");
+        if (const auto problem = session_.coverage.unlocked_files_warning(); !problem.empty())
+            result.Printf("  %s\n", problem.c_str());
         result.Printf("callee-saved registers SFrame has no rules for, in generated files: %s\n",
                       session_.coverage.callee_saved() ? "on" : "off");
         if (const ResponderStatus r = session_.coverage.responder_status(); !r.url.empty())

@@ -229,6 +229,13 @@ std::string Coverage::cache_limit_problem() const {
     return cache()->limit_problem();
 }
 
+std::string Coverage::unlocked_files_warning() const {
+    const std::string why = cache()->hold_problem();
+    if (why.empty()) return {};
+    return "debug files in use are not locked (" + why +
+           "): another LLDB's cache limit may remove them while this one uses them";
+}
+
 Eviction Coverage::set_cache_limit(std::uint64_t bytes) {
     const auto files = cache();
     files->set_limit(bytes);

@@ -112,6 +112,10 @@ class Coverage {
     Eviction set_cache_limit(std::uint64_t bytes);
     // Why the environment's limit was not used (empty: it was, or unset).
     std::string cache_limit_problem() const;
+    // Empty when every debug file handed out is locked against other LLDBs'
+    // evictions (DebugFileCache::hold_problem()); else a sentence saying
+    // which lock failed and what that means.
+    std::string unlocked_files_warning() const;
 
     // At plugin load: the search path, the responder and its URL in LLDB's
     // debuginfod settings, the stop hook (dummy target and every existing

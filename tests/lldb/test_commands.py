@@ -214,6 +214,9 @@ def check_show_unwind_and_dump(s, res, label, path, writer, name):
                   "v%d" % exe[0]["sframe"]["version"] == "v" + writer_version(writer),
                   repr(exe))
         res.check(label + ": status shows libc without SFrame", not libc or libc[0]["sframe"] is None, repr(libc))
+        # The cache is on a file system with flock(2): every file handed out is locked.
+        res.check(label + ": status: the debug files in use are locked", st.get("unlocked_files") == "",
+                  repr(st.get("unlocked_files")))
     finally:
         s.delete(target)
 
