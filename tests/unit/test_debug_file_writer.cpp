@@ -120,12 +120,16 @@ TEST_CASE("write_debug_file: a separate debug file with .debug_frame and the mis
     REQUIRE(copy.section(".text") != nullptr);
     CHECK(copy.section(".text")->type == SHT_NOBITS);
     // The program headers describe the same memory image; only the notes'
-    // segments and the program header table keep bytes, and they point at
-    // the same bytes as in the program.
+    // segments, the program header table and the first PT_LOAD's start keep
+    // bytes, and they point at the same bytes as in the program.
     const auto& ph = program.program_headers();
     const auto& cph = copy.program_headers();
     REQUIRE(cph.size() == ph.size());
     std::size_t with_bytes = 0;
+    std::size_t phdr = ph.size();
+    for (std::size_t i = 0; i < ph.size(); ++i)
+        if (ph[i].type == PT_PHDR) phdr = i;
+    REQUIRE(phdr < ph.size());
     for (std::size_t i = 0; i < ph.size(); ++i) {
         INFO("program header " << i);
         CHECK(cph[i].type == ph[i].type);
@@ -137,13 +141,26 @@ TEST_CASE("write_debug_file: a separate debug file with .debug_frame and the mis
             continue;
         }
         ++with_bytes;
+        if (ph[i].type == PT_LOAD) {
+            // The ELF header and the program header table, at their offsets
+            // and addresses in the program: binutils (objcopy, strip) wants
+            // PT_PHDR inside a PT_LOAD.
+            CHECK(cph[i].offset == ph[i].offset);
+            CHECK(cph[i].filesz < ph[i].filesz);
+            CHECK(cph[i].offset <= cph[phdr].offset);
+            CHECK(cph[phdr].offset + cph[phdr].filesz <= cph[i].offset + cph[i].filesz);
+            CHECK(cph[phdr].vaddr - cph[i].vaddr == cph[phdr].offset - cph[i].offset);
+            // The ELF header: the same identification, type and machine.
+            CHECK(file_bytes(out, 0, 24) == file_bytes(fixture, 0, 24));
+            continue;
+        }
         CHECK(cph[i].filesz == ph[i].filesz);
         CHECK((ph[i].type == PT_NOTE || ph[i].type == PT_PHDR || ph[i].type == PT_GNU_PROPERTY));
         if (ph[i].type == PT_PHDR) continue; // the table itself: compared above
         CHECK(file_bytes(out, cph[i].offset, cph[i].filesz) ==
               file_bytes(fixture, ph[i].offset, ph[i].filesz));
     }
-    CHECK(with_bytes == 4); // PT_PHDR, two PT_NOTE, PT_GNU_PROPERTY
+    CHECK(with_bytes == 5); // PT_PHDR, the first PT_LOAD, two PT_NOTE, PT_GNU_PROPERTY
     std::remove(out.c_str());
     const auto df = copy.section_bytes(".debug_frame");
     REQUIRE(df);

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -557,11 +558,40 @@ std::optional<std::uint64_t> moved_segment(const Layout& l, std::uint64_t offset
     return offset + *delta;
 }
 
+// How many bytes of the segment at [offset, offset + size) are in the new
+// file at the same offsets, from its start on: the ELF header and the
+// program headers at the start of the first PT_LOAD (place_base_sections
+// leaves both where they were when the program headers follow the ELF
+// header, as linkers put them).
+std::uint64_t unmoved_prefix(const Layout& l, std::uint64_t offset, std::uint64_t size) {
+    const std::uint64_t limit = size > std::numeric_limits<std::uint64_t>::max() - offset
+                                    ? std::numeric_limits<std::uint64_t>::max()
+                                    : offset + size;
+    std::uint64_t end = offset;
+    // Each pass takes the range `end` lies in, if any; `end` only grows, and
+    // past a range's end that range cannot match again.
+    for (bool grew = true; grew && end < limit;) {
+        grew = false;
+        for (const MovedRange& r : l.moved) {
+            if (r.from != r.to || r.size > std::numeric_limits<std::uint64_t>::max() - r.from)
+                continue;
+            if (r.from <= end && end < r.from + r.size) {
+                end = r.from + r.size;
+                grew = true;
+            }
+        }
+    }
+    return std::min(end, limit) - offset;
+}
+
 // The program headers as `objcopy --only-keep-debug` keeps them: every
 // segment's addresses, sizes in memory, flags and alignment as they were, so
 // the file still describes the module's memory image; a segment whose bytes
 // the file keeps (PT_PHDR, PT_NOTE) points at them, the others keep their
-// offset and have no bytes in the file (p_filesz 0: gABI, "Program Header").
+// offset and only the bytes still there from their start (p_filesz 0 when
+// none: gABI, "Program Header"). That keeps the program header table inside
+// the first PT_LOAD, as in the module: binutils refuses to read a file whose
+// PT_PHDR no PT_LOAD covers ("PHDR segment not covered by LOAD segment").
 Status copy_program_headers(const Source& src, const Layout& l, ::Elf* dst, const Failure& fail) {
     if (src.phnum == 0) return ok();
     if (gelf_newphdr(dst, src.phnum) == nullptr) return fail.libelf("gelf_newphdr");
@@ -573,7 +603,7 @@ Status copy_program_headers(const Source& src, const Layout& l, ::Elf* dst, cons
             if (const auto at = moved_segment(l, ph.p_offset, ph.p_filesz))
                 ph.p_offset = *at;
             else
-                ph.p_filesz = 0;
+                ph.p_filesz = unmoved_prefix(l, ph.p_offset, ph.p_filesz);
         }
         if (gelf_update_phdr(dst, static_cast<int>(i), &ph) == 0)
             return fail.libelf("writing a program header");
