@@ -34,13 +34,18 @@ void resolve_same_values(std::span<const callee_saved::SavedRegister> produced,
 
 Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, MemoryReader& target,
                                    RegisterSource& registers) {
+    // A frame the previous step did not produce starts a new run of frames:
+    // a topmost frame, one GDB's own unwinders made, or a frame of another
+    // thread, inferior or moment (thread apply, inferior, record goto,
+    // tfind), whose stack may hold other bytes at the same addresses: the
+    // stack bytes read so far are not used for it.
+    const std::optional<FrameRegs> produced = table.produced_caller(in.level, in.pc, in.sp);
+    if (!produced) table.forget_stack();
     std::optional<std::uint64_t> sp = in.sp;
     std::optional<std::uint64_t> fp = in.fp;
-    if (!sp || !fp) {
-        if (const auto produced = table.produced_caller(in.level, in.pc, in.sp)) {
-            sp = sp.value_or(produced->sp);
-            fp = fp.value_or(produced->fp);
-        }
+    if (produced) {
+        sp = sp.value_or(produced->sp);
+        fp = fp.value_or(produced->fp);
     }
     if (!sp || !fp) {
         const Abi* frame_abi = table.abi_at(in.pc);

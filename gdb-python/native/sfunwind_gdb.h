@@ -271,9 +271,10 @@ void sfunwind_gdb_set_callbacks(sfunwind_gdb_read_fn read, sfunwind_gdb_reg_fn r
  * call produced when `level` and `pc` are that caller's (GDB took the
  * frame's registers from that call's result), else from the register
  * callback, as it does the link register of a topmost frame. The stack
- * window the row's step reads comes from bytes read ahead at this stop
- * (1 KiB towards older frames, one read callback for many frames), which
- * sfunwind_gdb_new_stop() forgets. */
+ * window the row's step reads comes from bytes read ahead (4 KiB from 512
+ * bytes below the window towards older frames, one read callback for many
+ * frames), which serve the frames of one run: a frame that is not the
+ * caller the previous call produced reads anew. */
 int sfunwind_gdb_unwind(const struct sfunwind_gdb_frame* frame,
                         struct sfunwind_gdb_unwind_result* out);
 
@@ -294,7 +295,8 @@ void sfunwind_gdb_new_stop(void);
 /* Forget the stack bytes read and the registers of the caller last
  * produced, but not which frames are callers or topmost: for a new program,
  * target or objfile, where the same addresses may hold other values
- * although the inferior did not run. */
+ * although the inferior did not run, and at each walk's frame 0 (Python
+ * sees every frame 0; the library only those in its modules). */
 void sfunwind_gdb_forget_stack(void);
 /* The topmost frame of the thread being unwound, when Python knows it. */
 void sfunwind_gdb_set_topmost(uint64_t pc, uint64_t sp);

@@ -2,6 +2,7 @@
 #include "stack_chunk.hpp"
 
 #include <cstddef>
+#include <limits>
 
 namespace sfunwind::gdb {
 namespace {
@@ -15,7 +16,10 @@ bool covers(std::uint64_t chunk_addr, std::size_t chunk_size, std::uint64_t addr
 } // namespace
 
 bool StackChunk::fill(std::uint64_t addr, std::size_t size, MemoryReader& target) {
-    if (size == 0 || size > capacity) return false;
+    // Never a chunk that runs past the top of the address space: its bytes
+    // would be taken for addresses from 0 on.
+    if (size == 0 || size > capacity || size - 1 > std::numeric_limits<std::uint64_t>::max() - addr)
+        return false;
     if (!target.read(addr, std::span<std::uint8_t>(bytes_.data(), size))) return false;
     addr_ = addr;
     size_ = size;
@@ -28,13 +32,10 @@ std::span<const std::uint8_t> StackChunk::cover(std::uint64_t addr, std::uint32_
         size_ = 0;
         const std::uint64_t below = addr >= lead ? lead : addr;
         const std::uint64_t low = addr - below;
-        // A window that wraps the address space is read as asked, or not.
-        const bool from_low = addr + size >= addr;
         auto read = [&](std::uint64_t at, std::size_t n) {
             return fill(at, n, target) && covers(addr_, size_, addr, size);
         };
-        if (!(from_low && read(low, capacity)) && !(from_low && read(low, below + size)) &&
-            !read(addr, size)) {
+        if (!read(low, capacity) && !read(low, below + size) && !read(addr, size)) {
             size_ = 0;
             return {};
         }

@@ -13,8 +13,9 @@
 
 namespace sfunwind::gdb {
 
-// One chunk of the stack of one stop: clear() when the inferior runs or
-// memory or registers are written (ModuleTable::new_stop). A read starts
+// One chunk of the stack, for the frames of one run (unwind_frame() clears
+// it at a frame the previous step did not produce; ModuleTable::new_stop
+// when the inferior runs or memory or registers are written). A read starts
 // `lead` bytes below the address asked for, so that the callee-saved slots
 // a frame keeps below its CFA come with the CFA-relative words the step
 // reads, and runs on towards older frames, which lie above.

@@ -260,6 +260,12 @@ class Engine:
         if self._arch_name is None:
             self._set_arch(pf)
         self._pf = pf
+        if pf.level() == 0:
+            # Every walk starts here (GDB unwinds frame N + 1 from frame N),
+            # also another thread's, whose frame 0 may lie outside every
+            # module with SFrame: the caller the previous walk produced
+            # must not be taken for this walk's frame at its level and PC.
+            self.lib.forget_stack()
         if self.regs is None:
             self._pc = None
         elif self._pc_method:

@@ -238,14 +238,20 @@ def run(args, res):
         status, res = unwind(lib, rec, sp, 0x1234, 0)
         check("%s: one read of 4 KiB from 512 bytes below the window" % writer,
               status == 0 and res.pc == ret and stack.reads == [(sp - 512, 4096)], stack.reads)
+        # The caller that step produced is served from those bytes.
+        stack.reads = []
+        lib.unwind_raw(ctypes.addressof(native.Frame(pc=ret, level=1)), ctypes.addressof(native.UnwindResult()))
+        check("%s: the produced caller's window comes from the bytes read" % writer, stack.reads == [],
+              stack.reads)
+        # A frame the previous step did not produce (here frame 0 again: a
+        # new walk, perhaps of another thread or inferior) reads anew.
+        stack.reads = []
+        status, res = unwind(lib, rec, sp, 0x1234, 0)
+        check("%s: a new walk reads the stack anew" % writer,
+              status == 0 and res.pc == ret and stack.reads == [(sp - 512, 4096)], stack.reads)
         lib.new_stop()
         stack.words = {sp: ret}
         status, res = unwind(lib, rec, sp, 0x1234, 0)
-        # At the same stop the bytes read serve again; a new stop reads anew.
-        stack.reads = []
-        status, res = unwind(lib, rec, sp, 0x1234, 0)
-        check("%s: the stack bytes serve the stop" % writer, status == 0 and res.pc == ret and not stack.reads,
-              stack.reads)
         # GDB asks for the caller next: its SP and FP are the ones just
         # produced, not read back through the register callback.
         regs.asked = []

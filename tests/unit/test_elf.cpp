@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <elf.h>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -508,8 +509,32 @@ TEST_CASE("dynamic_info(): DT_NEEDED in order, reading the dynamic section only"
     const auto* dynstr = f->section(".dynstr");
     REQUIRE(dynamic != nullptr);
     REQUIRE(dynstr != nullptr);
-    CHECK(f->bytes_read() <= after_open + dynamic->size + dynstr->size + 2 * 4096);
+    CHECK(f->bytes_read() <= after_open + dynamic->size + dynstr->size + 2 * std::uint64_t{4096});
     CHECK(f->bytes_read() < test::read_bytes(path).size() / 8);
+
+    // Hostile: every entry names the same library. It is kept once.
+    auto bytes = test::read_bytes(path);
+    std::uint64_t libm = 0;
+    for (std::uint64_t at = dynamic->offset; at + 16 <= dynamic->offset + dynamic->size; at += 16) {
+        std::uint64_t tag = 0;
+        std::uint64_t val = 0;
+        for (int k = 7; k >= 0; --k) {
+            tag = tag << 8U | bytes[at + static_cast<std::uint64_t>(k)];
+            val = val << 8U | bytes[at + 8 + static_cast<std::uint64_t>(k)];
+        }
+        if (tag == DT_NEEDED && libm == 0) libm = val;
+        if (tag == DT_NULL) break;
+        for (int k = 0; k < 8; ++k) {
+            bytes[at + static_cast<std::uint64_t>(k)] =
+                static_cast<std::uint8_t>(k == 0 ? DT_NEEDED : 0);
+            bytes[at + 8 + static_cast<std::uint64_t>(k)] =
+                static_cast<std::uint8_t>(libm >> (8U * static_cast<unsigned>(k)));
+        }
+    }
+    REQUIRE(libm != 0);
+    auto hostile = elf::ElfFile::from_bytes(bytes, "hostile");
+    REQUIRE(hostile);
+    CHECK(hostile->dynamic_info().needed == std::vector<std::string>{"libm.so.6"});
 
     // A static program has no dynamic section.
     auto static_program = elf::ElfFile::open(

@@ -20,9 +20,11 @@
 #include <libelf.h>
 #include <limits>
 #include <mutex>
+#include <string_view>
 #include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
+#include <unordered_set>
 
 namespace sfunwind::elf {
 namespace {
@@ -462,7 +464,13 @@ std::optional<std::vector<std::uint8_t>> ElfFile::build_id() const {
 }
 
 DynamicInfo ElfFile::dynamic_info() const {
+    // A hostile dynamic section can name one long string in every entry:
+    // names are kept once each, up to max_needed of them, and a name longer
+    // than a path can be (PATH_MAX) is no library anyone can load.
+    constexpr std::size_t max_needed = 4096;
+    constexpr std::size_t max_name = 4096;
     DynamicInfo d;
+    std::unordered_set<std::string_view> seen;
     for (const auto& sec : impl_->sections) {
         if (sec.type != SHT_DYNAMIC || !sec.in_file || sec.size == 0 ||
             !impl_->image.ensure(sec.offset, sec.size))
@@ -486,7 +494,11 @@ DynamicInfo ElfFile::dynamic_info() const {
                 continue;
             const char* text = elf_strptr(impl_->elf, sec.link, dyn.d_un.d_val);
             if (text == nullptr) continue;
-            if (dyn.d_tag == DT_NEEDED) d.needed.emplace_back(text);
+            // elf_strptr() checked that a NUL ends the string in the table.
+            const std::string_view name(text, ::strnlen(text, max_name + 1));
+            if (name.size() > max_name) continue;
+            if (dyn.d_tag == DT_NEEDED && d.needed.size() < max_needed && seen.insert(name).second)
+                d.needed.emplace_back(name);
             if (dyn.d_tag == DT_RUNPATH) d.runpath = text;
             if (dyn.d_tag == DT_RPATH) d.rpath = text;
         }

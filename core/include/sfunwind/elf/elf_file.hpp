@@ -123,8 +123,9 @@ class ElfFile {
     // its file offset, 0, modulo every page size, so 4 KiB is exact.)
     std::uint64_t link_base() const noexcept;
     std::optional<std::vector<std::uint8_t>> build_id() const;
-    // The dynamic section's needed libraries and search paths, reading that
-    // section and its string table only; empty for a file without one.
+    // The dynamic section's needed libraries (each once, at most 4096, names
+    // of at most 4096 bytes) and search paths, reading that section and its
+    // string table only; empty for a file without one.
     DynamicInfo dynamic_info() const;
 
     Expected<SframeLocation> find_sframe() const;
