@@ -91,13 +91,13 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
     const std::uint64_t fde_bytes = std::uint64_t{h.num_fdes} * s.layout_->fde_size;
     if (!s.view_.contains(s.fde_sub_, fde_bytes))
         return Error(Errc::Truncated,
-                     std::to_string(h.num_fdes) + " FDEs at offset " + to_hex(s.fde_sub_) +
+                     std::to_string(h.num_fdes) + " FDEs at section offset " + to_hex(s.fde_sub_) +
                          " need " + std::to_string(fde_bytes) + " bytes; the section has " +
                          std::to_string(bytes.size()),
                      8);
     if (!s.view_.contains(s.fre_sub_, h.fre_len))
         return Error(Errc::Truncated,
-                     "FRE sub-section at offset " + to_hex(s.fre_sub_) + " of " +
+                     "FRE sub-section at section offset " + to_hex(s.fre_sub_) + " of " +
                          std::to_string(h.fre_len) + " bytes runs past the section (" +
                          std::to_string(bytes.size()) + " bytes)",
                      16);
