@@ -65,3 +65,7 @@ set_tests_properties(gdb13_live_gas-2.40 gdb13_live_gas-2.44 gdb13_live_gas-2.47
 # reason on smashed stacks, and a corrupt .sframe reported once.
 add_test(NAME gdb13_hostile COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_hostile_tests.py ${_common})
 set_tests_properties(gdb13_hostile PROPERTIES LABELS gdb TIMEOUT 900)
+# Two threads below one call site (tests/gdb/src/threads.c, built by the
+# test with the host's cc): each thread's backtrace equals the CFI build's.
+add_test(NAME gdb13_threads COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_thread_tests.py ${_common})
+set_tests_properties(gdb13_threads PROPERTIES LABELS gdb TIMEOUT 600)

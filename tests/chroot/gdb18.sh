@@ -39,6 +39,7 @@ run python3 tests/gdb/run_callee_saved_tests.py --gdb gdb --loader "\$loader" --
 run python3 tests/gdb/run_qemu_tests.py --gdb gdb-multiarch --loader "\$loader" --pac
 run python3 tests/gdb/run_ppc64_tests.py --gdb gdb-multiarch --loader "\$loader" --quick
 run python3 tests/gdb/run_hostile_tests.py --gdb gdb --loader "\$loader" --runs chroot
+run python3 tests/gdb/run_thread_tests.py --gdb gdb --loader "\$loader" --runs chroot
 run python3 tests/dap/test_dap.py --gdb gdb --loader "\$loader" --runs chroot --work "$build/work-dap"
 echo
 echo "gdb18: \$failed suites failed"
