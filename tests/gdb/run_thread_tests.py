@@ -96,4 +96,4 @@ def run(args, res):
 if __name__ == "__main__":
     ap = H.parser(__doc__)  # --runs: the program is built here, for either
     ap.add_argument("--cc", help="the C compiler (default: cc)")
-    H.main(run, ap)
+    H.main(run, ap, ok_detail=False)  # the details are sessions: shown for failures
