@@ -39,7 +39,7 @@ struct FrameOutput {
 };
 
 // Reads the row's planned window through the table's stack chunk (bytes
-// of this stop, read from `target`); step()'s other reads go to `target`. The link
+// of this run of frames, read from `target`); step()'s other reads go to `target`. The link
 // register and any other register a topmost frame's rules name come from
 // `registers`.
 Expected<FrameOutput> unwind_frame(ModuleTable& table, const FrameInput& in, MemoryReader& target,

@@ -130,8 +130,9 @@ class ModuleTable {
     // may now be a topmost frame.
     void new_stop() noexcept;
     void set_topmost(std::uint64_t pc, std::uint64_t sp) noexcept;
-    // The stack bytes read at this stop, shared by both paths (only one is
-    // on at a time); new_stop(), reset() and forget_stack() clear them.
+    // The stack bytes read for the current run of frames, shared by both
+    // paths (only one is on at a time); new_stop(), reset() and
+    // forget_stack() clear them.
     StackChunk& stack_chunk() noexcept { return chunk_; }
 
   private:

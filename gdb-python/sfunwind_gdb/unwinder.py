@@ -140,9 +140,6 @@ class Engine:
         # type: learnt at the first frame (GDB 13 checks the size only).
         self._cast = None
         self._sp_values = None
-        # Whether the frame id takes Python ints (learnt with _cast): no
-        # gdb.Value to make for the CFA.
-        self._int_ids = False
         # The target's byte order, for typed values made from bytes.
         self._order = None
         self._code = _Values()
@@ -290,17 +287,13 @@ class Engine:
         code = self._code
         if self._cast is None:
             self._learn_cast(pf)
-        if self._int_ids:
-            cfa = None
-            info = pf.create_unwind_info(FrameId(res.cfa, res.func_start))
-        else:
-            cfa = gdb.Value(res.cfa)
-            info = pf.create_unwind_info(FrameId(cfa, code.get(res.func_start)))
+        cfa = gdb.Value(res.cfa)
+        info = pf.create_unwind_info(FrameId(cfa, code.get(res.func_start)))
         info.add_saved_register(self._pc_id, self._pc_values.get(res.pc))
         if self._cast:
             sp_out = self._sp_values.new(res.sp)
         else:
-            sp_out = cfa if cfa is not None and res.sp == res.cfa else gdb.Value(res.sp)
+            sp_out = cfa if res.sp == res.cfa else gdb.Value(res.sp)
         info.add_saved_register(self._sp_id, sp_out)
         if self._pseudo_pc is not None:
             info.add_saved_register(self._pseudo_pc, code.get(res.pc))
@@ -371,14 +364,7 @@ class Engine:
 
     def _learn_cast(self, pf):
         """GDB 13 takes any value of the register's size; later versions may
-        want the register's type. One probe with a throwaway UnwindInfo.
-        A second says whether the frame id may hold Python ints (GDB 13
-        wants gdb.Value)."""
-        try:
-            pf.create_unwind_info(FrameId(0, 0))
-            self._int_ids = True
-        except (ValueError, TypeError, gdb.error):
-            self._int_ids = False
+        want the register's type. One probe with a throwaway UnwindInfo."""
         probe = pf.create_unwind_info(FrameId(gdb.Value(0), gdb.Value(0)))
         try:
             probe.add_saved_register(self._pc_id, gdb.Value(0))
