@@ -18,15 +18,31 @@ REGISTERS = {
 }
 
 
+def _not_yet_initialized(sym, sal):
+    """A local declared at or after the line the frame is at: its
+    initializer has not run (`int r = f();` in the frame that called f), so
+    its bytes are whatever the stack held, which differs from one process to
+    the next. Left out: there is nothing to compare."""
+    if sym.is_argument or sal is None or sal.symtab is None or sym.symtab is None or not sym.line:
+        return False
+    return sym.symtab.filename == sal.symtab.filename and sym.line >= sal.line > 0
+
+
 def _variables(frame):
     out = {}
     try:
         block = frame.block()
     except RuntimeError:
         return out
+    try:
+        sal = frame.find_sal()
+    except (gdb.error, RuntimeError):
+        sal = None
     while block is not None:
         for sym in block:
             if not (sym.is_argument or sym.is_variable) or sym.name in out:
+                continue
+            if _not_yet_initialized(sym, sal):
                 continue
             try:
                 value = frame.read_var(sym, block)
