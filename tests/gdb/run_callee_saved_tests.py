@@ -12,7 +12,9 @@ here, of each -g fixture, whose variables GDB can print), at its stop:
   N  the same on the native path (JIT reader).
 Checks, in every upper frame both walks have at the same pc: rbx and r12-r15
 in C and N are either <not saved> or the value A has (never another one);
-every variable C prints (not optimized out) prints as in A. Counted: the
+every variable C prints (not optimized out) prints as in A; locals declared
+at or after their frame's line are left out (tests/gdb/frame_values.py:
+their initializer has not run). Counted: the
 registers recovered, and the variables shown as optimized out in A, C and O.
 C must show no more optimized-out variables and no fewer registers than O,
 and recover registers in every -g program's upper frames.

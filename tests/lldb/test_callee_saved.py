@@ -15,7 +15,8 @@ and DWARF plus a separate debug file, stopped at its trap:
     shows must be the reference's value; where it is frame 0's value (run
     dependent), it must be frame 0's in the reference too;
   - every variable `frame variable` shows in those frames must be the
-    reference's;
+    reference's (locals declared at or after the frame's line are left
+    out and counted: their initializer has not run);
   - in the frames whose callee LLDB unwound with the generated 'DWARF CFI'
     (its unwind log; LLDB's own plans, its rbp fast path or the plan of a
     frame interrupted by a signal, find saves themselves): with the setting
