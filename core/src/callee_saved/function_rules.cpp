@@ -18,8 +18,10 @@ using detail::Instruction;
 using detail::SpEffect;
 
 // The state before an instruction executes. Offsets are CFA-relative:
-// CFA = rsp + sp, CFA = rbp + fp, and a slot at CFA + slot[i].
-struct State {
+// CFA = rsp + sp, CFA = rbp + fp, and a slot at CFA + slot[i]. N registers
+// at most: the pass copies, meets and compares whole states, so x86-64's 5
+// tracked registers take a state of 8 (168 bytes) and not of max_registers.
+template <std::size_t N> struct State {
     bool reached = false;
     bool sp_known = false;
     bool fp_known = false;
@@ -27,25 +29,25 @@ struct State {
     std::int64_t fp = 0;
     std::uint32_t intact = 0;     // bit i: register i holds its caller's value
     std::uint32_t slot_valid = 0; // bit i: slot[i] holds it
-    std::array<std::int64_t, FunctionRules::max_registers> slot{};
+    std::array<std::int64_t, N> slot{};
     // bit i: on some path here slot `alt[i]` holds register i's caller value
     // (and the register does on every path): where DWARF CFI rows, which
     // follow addresses and not paths, give that slot after a join.
     std::uint32_t alt_valid = 0;
-    std::array<std::int64_t, FunctionRules::max_registers> alt{};
+    std::array<std::int64_t, N> alt{};
     // bit i: register copy[i] (a DWARF number below 64) holds register i's
     // caller value (s390x `ldgr %f2,%r10`: a leaf function keeps it in an FPR).
     std::uint32_t copy_valid = 0;
-    std::array<std::uint16_t, FunctionRules::max_registers> copy{};
+    std::array<std::uint16_t, N> copy{};
 
     bool operator==(const State&) const = default;
 };
 
 // The facts that hold on both paths.
-State meet(const State& a, const State& b) {
+template <std::size_t N> State<N> meet(const State<N>& a, const State<N>& b) {
     if (!a.reached) return b;
     if (!b.reached) return a;
-    State m = a;
+    State<N> m = a;
     m.sp_known = a.sp_known && b.sp_known && a.sp == b.sp;
     m.fp_known = a.fp_known && b.fp_known && a.fp == b.fp;
     m.intact = a.intact & b.intact;
@@ -75,7 +77,7 @@ State meet(const State& a, const State& b) {
         if ((m.intact & bit) == 0) continue;
         std::optional<std::int64_t> some;
         bool conflict = false;
-        for (const State* p : {&a, &b}) {
+        for (const State<N>* p : {&a, &b}) {
             std::optional<std::int64_t> here;
             if ((p->slot_valid & bit) != 0)
                 here = p->slot[i];
@@ -93,7 +95,7 @@ State meet(const State& a, const State& b) {
 }
 
 // Every register's caller value lost on this path.
-void forget_registers(State& s) {
+template <std::size_t N> void forget_registers(State<N>& s) {
     s.intact = 0;
     s.slot_valid = 0;
     s.slot.fill(0);
@@ -104,7 +106,7 @@ void forget_registers(State& s) {
 
 // The instruction's SFrame row fixes what the path counted: CFA = rsp + k
 // or rbp + k. A count that disagrees means the path is not understood.
-void anchor(State& s, const Row& row, const Abi& abi, Stats& stats) {
+template <std::size_t N> void anchor(State<N>& s, const Row& row, const Abi& abi, Stats& stats) {
     if (row.cfa.deref) return;
     if (row.cfa.reg == abi.sp_reg) {
         if (s.sp_known && s.sp != row.cfa.offset) {
@@ -124,13 +126,14 @@ void anchor(State& s, const Row& row, const Abi& abi, Stats& stats) {
 }
 
 // A CFA-relative address for base + disp, when the base is placed.
-std::optional<std::int64_t> cfa_relative(const State& s, Base base, std::int64_t disp) {
+template <std::size_t N>
+std::optional<std::int64_t> cfa_relative(const State<N>& s, Base base, std::int64_t disp) {
     if (base == Base::Sp && s.sp_known) return disp - s.sp;
     if (base == Base::Fp && s.fp_known) return disp - s.fp;
     return std::nullopt;
 }
 
-void invalidate(State& s, std::int64_t begin, std::int64_t size) {
+template <std::size_t N> void invalidate(State<N>& s, std::int64_t begin, std::int64_t size) {
     for (std::size_t i = 0; i < s.slot.size(); ++i) {
         const std::uint32_t bit = 1U << i;
         // Slots are 8 bytes.
@@ -141,7 +144,8 @@ void invalidate(State& s, std::int64_t begin, std::int64_t size) {
     }
 }
 
-void transfer(State& s, const Code& code, const Instruction& in,
+template <std::size_t N>
+void transfer(State<N>& s, const Code& code, const Instruction& in,
               std::span<const std::uint16_t> registers) {
     // A whole register copied (before this instruction's writes): from a
     // tracked register holding its caller's value, the copy holds it too;
@@ -264,7 +268,8 @@ void transfer(State& s, const Code& code, const Instruction& in,
 
 // Below the stack pointer, only the ABI's red zone (Abi::red_zone; x86-64
 // psABI section 3.2.2: 128 bytes) is safe from a signal handler's frame.
-std::int32_t encode_offset(const State& s, std::int64_t slot, std::int64_t red_zone) {
+template <std::size_t N>
+std::int32_t encode_offset(const State<N>& s, std::int64_t slot, std::int64_t red_zone) {
     if (s.sp_known && slot < -s.sp - red_zone) return FunctionRules::unknown;
     if (slot < std::numeric_limits<std::int32_t>::min() + 2 ||
         slot > std::numeric_limits<std::int32_t>::max())
@@ -273,7 +278,8 @@ std::int32_t encode_offset(const State& s, std::int64_t slot, std::int64_t red_z
 }
 
 // The slot of register i when it still holds the caller's value, or unknown.
-std::int32_t encode_slot(const State& s, std::size_t i, std::int64_t red_zone) {
+template <std::size_t N>
+std::int32_t encode_slot(const State<N>& s, std::size_t i, std::int64_t red_zone) {
     const std::uint32_t bit = 1U << i;
     if (!s.reached || (s.slot_valid & bit) == 0) return FunctionRules::unknown;
     return encode_offset(s, s.slot[i], red_zone);
@@ -281,7 +287,8 @@ std::int32_t encode_slot(const State& s, std::size_t i, std::int64_t red_zone) {
 
 // The slot, or where the register holds the value on every path, a slot
 // that does on some of them.
-std::int32_t encode_second(const State& s, std::size_t i, std::int64_t red_zone) {
+template <std::size_t N>
+std::int32_t encode_second(const State<N>& s, std::size_t i, std::int64_t red_zone) {
     const std::int32_t slot = encode_slot(s, i, red_zone);
     if (slot != FunctionRules::unknown) return slot;
     const std::uint32_t bit = 1U << i;
@@ -291,7 +298,7 @@ std::int32_t encode_second(const State& s, std::size_t i, std::int64_t red_zone)
 }
 
 // The register that holds register i's caller value too, or unknown.
-std::int32_t encode_copy(const State& s, std::size_t i) {
+template <std::size_t N> std::int32_t encode_copy(const State<N>& s, std::size_t i) {
     if (!s.reached || (s.copy_valid & (1U << i)) == 0) return FunctionRules::unknown;
     return s.copy[i];
 }
@@ -299,9 +306,160 @@ std::int32_t encode_copy(const State& s, std::size_t i) {
 // The rule: "same value" while the register holds the caller's value (a
 // fact that rests on every write to it being seen, which Capstone's access
 // lists give), else its slot, else unknown.
-std::int32_t encode_rule(const State& s, std::size_t i, std::int64_t red_zone) {
+template <std::size_t N>
+std::int32_t encode_rule(const State<N>& s, std::size_t i, std::int64_t red_zone) {
     if (s.reached && (s.intact & (1U << i)) != 0) return FunctionRules::same_value;
     return encode_slot(s, i, red_zone);
+}
+
+// What the pass over one function's instructions reads: the decoded code,
+// each instruction's SFrame row, and the function's facts.
+struct Pass {
+    const Abi& abi;
+    const Code& decoded;
+    std::span<const Row> seen;              // the rows the instructions have
+    std::span<const std::uint32_t> row_of;  // per instruction: its index in `seen`, or no_row
+    std::span<const std::uint32_t> offsets; // per instruction: its offset from `start`
+    std::uint64_t start = 0;
+    std::uint64_t size = 0;
+    const CodeFacts& facts;
+    const Limits& limits;
+    std::span<const std::uint16_t> registers;
+
+    static constexpr std::uint32_t no_row = std::numeric_limits<std::uint32_t>::max();
+
+    const Row* row_at(std::size_t k) const {
+        return row_of[k] == no_row ? nullptr : &seen[row_of[k]];
+    }
+    // The instruction that starts at `pc`, if one does.
+    std::optional<std::size_t> index_of(std::uint64_t pc) const {
+        if (pc < start || pc - start >= size) return std::nullopt;
+        const auto offset = static_cast<std::uint32_t>(pc - start);
+        const auto it = std::lower_bound(offsets.begin(), offsets.end(), offset);
+        if (it == offsets.end() || *it != offset) return std::nullopt;
+        return static_cast<std::size_t>(it - offsets.begin());
+    }
+};
+
+// The rule table the pass makes (FunctionRules' members of the same names).
+struct Solution {
+    std::size_t width = 0;
+    std::vector<std::uint32_t> change_offsets;
+    std::vector<std::int32_t> change_codes;
+    std::vector<std::uint32_t> never_run;
+};
+
+// The data-flow pass with states of N registers (N >= p.registers.size()).
+// False when it takes more than the limit's visits.
+template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) {
+    const std::vector<Instruction>& insns = p.decoded.instructions;
+    const std::size_t nregs = p.registers.size();
+    const Abi& abi = p.abi;
+    const CodeFacts& facts = p.facts;
+    // The entry state: every register holds its caller's value, CFA = SP +
+    // entry_cfa_offset(abi), where the first row says this is a function entry.
+    std::vector<State<N>> before(insns.size());
+    if (!insns.empty()) {
+        State<N> entry;
+        entry.reached = true;
+        const Row* first = p.row_at(0);
+        if (first != nullptr && entry_cfa(*first, abi))
+            entry.intact = (nregs >= 32 ? ~0U : (1U << nregs) - 1);
+        before[0] = entry;
+    }
+
+    std::deque<std::size_t> work;
+    std::vector<bool> queued(insns.size(), false);
+    auto propagate = [&](std::size_t to, const State<N>& s) {
+        const State<N> m = meet(before[to], s);
+        if (before[to].reached && m == before[to]) return;
+        before[to] = m;
+        if (!queued[to]) {
+            queued[to] = true;
+            work.push_back(to);
+        }
+    };
+    // States at indirect jumps (and calls, for landing pads): where
+    // unreached code is entered from.
+    State<N> body;
+    auto run = [&]() -> bool {
+        while (!work.empty()) {
+            if (++stats.visits > p.limits.max_visits) return false;
+            const std::size_t k = work.front();
+            work.pop_front();
+            queued[k] = false;
+            State<N> s = before[k];
+            if (const Row* r = p.row_at(k)) anchor(s, *r, abi, stats);
+            const Instruction& in = insns[k];
+            if (in.flow == Flow::Indirect || (facts.landing_pads && in.flow == Flow::Call))
+                body = meet(body, s);
+            transfer(s, p.decoded, in, p.registers);
+            const bool returning_call =
+                in.flow == Flow::Call &&
+                !(in.direct_call && facts.never_returns && facts.never_returns(in.target));
+            const bool next = in.flow == Flow::Next || in.flow == Flow::Branch || returning_call;
+            if (next && k + 1 < insns.size()) propagate(k + 1, s);
+            if (in.flow == Flow::Jump || in.flow == Flow::Branch)
+                if (auto t = p.index_of(in.target)) propagate(*t, s);
+        }
+        return true;
+    };
+    if (!insns.empty()) {
+        queued[0] = true;
+        work.push_back(0);
+    }
+    if (!run()) return false;
+    // Unreached code (switch cases, landing pads) starts from the body's
+    // state, the meet over every call and indirect jump, including those of
+    // the code seeded this way: repeated until the body stops weakening. The
+    // SP is left to each instruction's row.
+    std::vector<bool> is_seed(insns.size(), false);
+    std::uint32_t seeds = 0;
+    for (State<N> used; body.reached && !(used == body);) {
+        used = body;
+        State<N> seed = body;
+        seed.sp_known = false;
+        seed.fp_known = false;
+        for (std::size_t k = 0; k < insns.size(); ++k) {
+            // Alignment padding after a ret or jump is never run.
+            if (insns[k].padding) continue;
+            const bool first_time = !before[k].reached;
+            if (!first_time && !is_seed[k]) continue;
+            if (first_time) {
+                is_seed[k] = true;
+                ++seeds;
+            }
+            propagate(k, seed);
+            if (!run()) return false;
+        }
+    }
+    stats.unreached = seeds;
+
+    // The rule table: a change point wherever a rule changes. Register
+    // copies take a third row of codes, where the code has any.
+    const bool copies =
+        std::any_of(insns.begin(), insns.end(), [](const Instruction& in) { return in.copies; });
+    out.width = (copies ? 3 : 2) * nregs;
+    std::vector<std::int32_t> codes(out.width);
+    for (std::size_t k = 0; k < insns.size(); ++k) {
+        State<N> s = before[k];
+        if (const Row* r = p.row_at(k); s.reached && r != nullptr) anchor(s, *r, abi, stats);
+        for (std::size_t i = 0; i < nregs; ++i) {
+            codes[i] = encode_rule(s, i, abi.red_zone);
+            codes[nregs + i] = encode_second(s, i, abi.red_zone);
+            if (copies) codes[2 * nregs + i] = encode_copy(s, i);
+        }
+        const bool same_as_last =
+            !out.change_offsets.empty() &&
+            std::equal(codes.begin(), codes.end(),
+                       out.change_codes.end() - static_cast<std::ptrdiff_t>(out.width));
+        if (!same_as_last) {
+            out.change_offsets.push_back(p.offsets[k]);
+            out.change_codes.insert(out.change_codes.end(), codes.begin(), codes.end());
+        }
+        if (insns[k].padding && !s.reached) out.never_run.push_back(p.offsets[k]);
+    }
+    return true;
 }
 
 } // namespace
@@ -338,6 +496,9 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     const std::size_t nregs = std::min(out.registers_.size(), max_registers);
 
     Code decoded;
+    // About 4 bytes an instruction (x86-64's mean, AArch64's size): one
+    // allocation for most functions, where growing by doubling copies.
+    decoded.instructions.reserve(code.size() / 4 + 1);
     if (!detail::decode(abi, start, code, out.registers_.first(nregs), decoded))
         return Error(Errc::Unsupported, "Capstone cannot decode " + std::string(abi.name) + " code",
                      Address{start});
@@ -351,19 +512,11 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     for (const auto& in : insns)
         out.offsets_.push_back(static_cast<std::uint32_t>(in.address - start));
 
-    auto index_of = [&](std::uint64_t pc) -> std::optional<std::size_t> {
-        if (pc < start || pc - start >= code.size()) return std::nullopt;
-        const auto offset = static_cast<std::uint32_t>(pc - start);
-        auto it = std::lower_bound(out.offsets_.begin(), out.offsets_.end(), offset);
-        if (it == out.offsets_.end() || *it != offset) return std::nullopt;
-        return static_cast<std::size_t>(it - out.offsets_.begin());
-    };
-
     // Each instruction's row, asked once per row and not per instruction:
     // the row of a PC is the row of every PC after it up to its pc_end
     // (RowAt), so the instructions up to there share it. row_of[k] indexes
     // `seen`, or is no_row.
-    constexpr std::uint32_t no_row = std::numeric_limits<std::uint32_t>::max();
+    constexpr std::uint32_t no_row = Pass::no_row;
     std::vector<Row> seen;
     std::vector<std::uint32_t> row_of(insns.size(), no_row);
     for (std::size_t k = 0; k < insns.size(); ++k) {
@@ -378,9 +531,6 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
         seen.push_back(*r);
         row_of[k] = static_cast<std::uint32_t>(seen.size() - 1);
     }
-    const auto row_at = [&](std::size_t k) -> const Row* {
-        return row_of[k] == no_row ? nullptr : &seen[row_of[k]];
-    };
     // A signal trampoline's caller is the interrupted code, whose registers
     // the kernel saved in the signal frame (SFrame v3 section 2.3, the
     // signal bit): nothing the trampoline's own code does says where.
@@ -392,118 +542,21 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
                              "frame",
                          Address{start});
 
-    // The entry state: every register holds its caller's value, CFA = SP +
-    // entry_cfa_offset(abi), where the first row says this is a function entry.
-    std::vector<State> before(insns.size());
-    if (!insns.empty()) {
-        State entry;
-        entry.reached = true;
-        const Row* first = row_at(0);
-        if (first != nullptr && entry_cfa(*first, abi))
-            entry.intact = (nregs >= 32 ? ~0U : (1U << nregs) - 1);
-        before[0] = entry;
-    }
-
-    std::deque<std::size_t> work;
-    std::vector<bool> queued(insns.size(), false);
-    auto propagate = [&](std::size_t to, const State& s) {
-        const State m = meet(before[to], s);
-        if (before[to].reached && m == before[to]) return;
-        before[to] = m;
-        if (!queued[to]) {
-            queued[to] = true;
-            work.push_back(to);
-        }
-    };
-    // States at indirect jumps (and calls, for landing pads): where
-    // unreached code is entered from.
-    State body;
-    auto run = [&]() -> bool {
-        while (!work.empty()) {
-            if (++out.stats_.visits > limits.max_visits) return false;
-            const std::size_t k = work.front();
-            work.pop_front();
-            queued[k] = false;
-            State s = before[k];
-            if (const Row* r = row_at(k)) anchor(s, *r, abi, out.stats_);
-            const Instruction& in = insns[k];
-            if (in.flow == Flow::Indirect || (facts.landing_pads && in.flow == Flow::Call))
-                body = meet(body, s);
-            transfer(s, decoded, in, out.registers_.first(nregs));
-            const bool returning_call =
-                in.flow == Flow::Call &&
-                !(in.direct_call && facts.never_returns && facts.never_returns(in.target));
-            const bool next = in.flow == Flow::Next || in.flow == Flow::Branch || returning_call;
-            if (next && k + 1 < insns.size()) propagate(k + 1, s);
-            if (in.flow == Flow::Jump || in.flow == Flow::Branch)
-                if (auto t = index_of(in.target)) propagate(*t, s);
-        }
-        return true;
-    };
-    if (!insns.empty()) {
-        queued[0] = true;
-        work.push_back(0);
-    }
-    if (!run())
+    const Pass pass{abi,   decoded,     seen,  row_of, out.offsets_,
+                    start, code.size(), facts, limits, out.registers_.first(nregs)};
+    Solution solution;
+    const bool solved = nregs <= 8 ? solve<8>(pass, out.stats_, solution)
+                                   : solve<max_registers>(pass, out.stats_, solution);
+    if (!solved)
         return Error(Errc::Unsupported,
                      "function at " + to_hex(start) + ": the analysis took more than " +
                          std::to_string(limits.max_visits) + " steps",
                      Address{start});
-    // Unreached code (switch cases, landing pads) starts from the body's
-    // state, the meet over every call and indirect jump, including those of
-    // the code seeded this way: repeated until the body stops weakening. The
-    // SP is left to each instruction's row.
-    std::vector<bool> is_seed(insns.size(), false);
-    std::uint32_t seeds = 0;
-    for (State used; body.reached && !(used == body);) {
-        used = body;
-        State seed = body;
-        seed.sp_known = false;
-        seed.fp_known = false;
-        for (std::size_t k = 0; k < insns.size(); ++k) {
-            // Alignment padding after a ret or jump is never run.
-            if (insns[k].padding) continue;
-            const bool first_time = !before[k].reached;
-            if (!first_time && !is_seed[k]) continue;
-            if (first_time) {
-                is_seed[k] = true;
-                ++seeds;
-            }
-            propagate(k, seed);
-            if (!run())
-                return Error(Errc::Unsupported,
-                             "function at " + to_hex(start) + ": the analysis took more than " +
-                                 std::to_string(limits.max_visits) + " steps",
-                             Address{start});
-        }
-    }
-    out.stats_.unreached = seeds;
-
-    // The rule table: a change point wherever a rule changes. Register
-    // copies take a third row of codes, where the code has any.
     out.stride_ = nregs;
-    const bool copies =
-        std::any_of(insns.begin(), insns.end(), [](const Instruction& in) { return in.copies; });
-    out.width_ = (copies ? 3 : 2) * nregs;
-    std::vector<std::int32_t> codes(out.width_);
-    for (std::size_t k = 0; k < insns.size(); ++k) {
-        State s = before[k];
-        if (const Row* r = row_at(k); s.reached && r != nullptr) anchor(s, *r, abi, out.stats_);
-        for (std::size_t i = 0; i < nregs; ++i) {
-            codes[i] = encode_rule(s, i, abi.red_zone);
-            codes[nregs + i] = encode_second(s, i, abi.red_zone);
-            if (copies) codes[2 * nregs + i] = encode_copy(s, i);
-        }
-        const bool same_as_last =
-            !out.change_offsets_.empty() &&
-            std::equal(codes.begin(), codes.end(),
-                       out.change_codes_.end() - static_cast<std::ptrdiff_t>(out.width_));
-        if (!same_as_last) {
-            out.change_offsets_.push_back(out.offsets_[k]);
-            out.change_codes_.insert(out.change_codes_.end(), codes.begin(), codes.end());
-        }
-        if (insns[k].padding && !s.reached) out.never_run_.push_back(out.offsets_[k]);
-    }
+    out.width_ = solution.width;
+    out.change_offsets_ = std::move(solution.change_offsets);
+    out.change_codes_ = std::move(solution.change_codes);
+    out.never_run_ = std::move(solution.never_run);
     out.change_offsets_.shrink_to_fit();
     out.change_codes_.shrink_to_fit();
     out.never_run_.shrink_to_fit();

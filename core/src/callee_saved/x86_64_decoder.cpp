@@ -200,10 +200,16 @@ class Reducer {
     }
 
     void flow(const cs_insn& insn, const cs_x86& x, Instruction& out) const {
-        const bool jump = cs_insn_group(h_, &insn, X86_GRP_JUMP);
-        const bool call = cs_insn_group(h_, &insn, X86_GRP_CALL);
-        const bool ret =
-            cs_insn_group(h_, &insn, X86_GRP_RET) || cs_insn_group(h_, &insn, X86_GRP_IRET);
+        // The groups read once (cs_insn_group searches them per group asked).
+        bool jump = false;
+        bool call = false;
+        bool ret = false;
+        const cs_detail& d = *insn.detail;
+        for (std::uint8_t i = 0; i < d.groups_count && i < sizeof d.groups; ++i) {
+            jump = jump || d.groups[i] == X86_GRP_JUMP;
+            call = call || d.groups[i] == X86_GRP_CALL;
+            ret = ret || d.groups[i] == X86_GRP_RET || d.groups[i] == X86_GRP_IRET;
+        }
         // int3 is a breakpoint that returns (a debugger's, or SIGTRAP's
         // handler) to the next instruction; as padding it follows a ret or
         // jump, and is not reached that way.
