@@ -60,6 +60,8 @@ TEST_CASE("callee-saved: a push, a write, a call and the restoring pop", "[calle
     REQUIRE(f);
     CHECK(f->instruction_starts() ==
           std::vector<std::uint64_t>{0x1000, 0x1001, 0x1004, 0x1009, 0x100a});
+    // The rules change at the push (a slot), the write and the pop.
+    CHECK(f->change_starts() == std::vector<std::uint64_t>{0x1000, 0x1001, 0x1004, 0x100a});
     // Before the push and before the write, rbx holds the caller's value.
     CHECK(f->at(0x1000, rbx) == RegRule::same_value(RegRule::Source::Fre));
     CHECK(f->at(0x1001, rbx) == RegRule::same_value(RegRule::Source::Fre));

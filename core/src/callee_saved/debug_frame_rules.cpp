@@ -14,7 +14,8 @@ std::vector<cfi::CalleeSavedChange> debug_frame_changes(const FunctionRules& rul
     std::vector<cfi::CalleeSavedChange> out;
     const std::size_t n = rules.registers().size();
     std::vector<RegRule> now(n);
-    for (const std::uint64_t pc : rules.instruction_starts()) {
+    // The rules change only where FunctionRules' table does.
+    for (const std::uint64_t pc : rules.change_starts()) {
         if (pc >= end) break;
         rules.at(pc, now);
         if (out.empty() || out.back().rules != now) out.push_back({pc, now});

@@ -609,6 +609,14 @@ std::vector<std::uint64_t> FunctionRules::instruction_starts() const {
     return out;
 }
 
+std::vector<std::uint64_t> FunctionRules::change_starts() const {
+    std::vector<std::uint64_t> out;
+    out.reserve(change_offsets_.size());
+    for (const std::uint32_t o : change_offsets_)
+        out.push_back(start_ + o);
+    return out;
+}
+
 RegRule FunctionRules::at(std::uint64_t pc, std::uint16_t reg) const {
     std::array<RegRule, max_registers> rules{};
     const std::size_t n = std::min(registers_.size(), max_registers);

@@ -169,6 +169,10 @@ class FunctionRules {
     ByteOrder byte_order() const noexcept { return order_; }
     // The start of each decoded instruction, in order.
     std::vector<std::uint64_t> instruction_starts() const;
+    // The instructions where a rule of at(), slot_at() or copy_at() changes,
+    // in order, the first decoded instruction first: each answer is the same
+    // from one to the next (and to decoded_end()).
+    std::vector<std::uint64_t> change_starts() const;
     // Whether the instruction at `pc` is alignment padding (nop, int3) no
     // path runs: it is never a frame's pc, and has no rules.
     bool never_run(std::uint64_t pc) const noexcept;
