@@ -601,20 +601,26 @@ std::optional<std::uint16_t> FunctionRules::copy_at(std::uint64_t pc, std::size_
     return static_cast<std::uint16_t>(code);
 }
 
-std::vector<std::uint64_t> FunctionRules::instruction_starts() const {
+namespace {
+
+// Offsets from `start` as addresses.
+std::vector<std::uint64_t> addresses(std::uint64_t start,
+                                     const std::vector<std::uint32_t>& offsets) {
     std::vector<std::uint64_t> out;
-    out.reserve(offsets_.size());
-    for (const std::uint32_t o : offsets_)
-        out.push_back(start_ + o);
+    out.reserve(offsets.size());
+    for (const std::uint32_t o : offsets)
+        out.push_back(start + o);
     return out;
 }
 
+} // namespace
+
+std::vector<std::uint64_t> FunctionRules::instruction_starts() const {
+    return addresses(start_, offsets_);
+}
+
 std::vector<std::uint64_t> FunctionRules::change_starts() const {
-    std::vector<std::uint64_t> out;
-    out.reserve(change_offsets_.size());
-    for (const std::uint32_t o : change_offsets_)
-        out.push_back(start_ + o);
-    return out;
+    return addresses(start_, change_offsets_);
 }
 
 RegRule FunctionRules::at(std::uint64_t pc, std::uint16_t reg) const {
