@@ -181,3 +181,25 @@ TEST_CASE("write_debug_file: a separate debug file with .debug_frame and the mis
     CHECK(renamed == 0);
     CHECK(copy.function_symbols().size() == program.function_symbols().size() + 1);
 }
+
+TEST_CASE("write_debug_file: the module's code and data are not read") {
+    const auto fixture = (test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47").string();
+    const elf::ElfFile program = test::open_elf(fixture);
+    auto section = program.sframe();
+    REQUIRE(section);
+    auto frame = cfi::write_debug_frame(*section);
+    REQUIRE(frame);
+    elf::DebugFileContents contents;
+    contents.debug_frame = frame->bytes;
+    const std::string out = temp_path("sqlite3.debug");
+    auto report = elf::write_debug_file(program, contents, out);
+    std::remove(out.c_str());
+    if (!report) FAIL(report.error().message());
+    // Its headers, .sframe, symbols and notes were read; .text (1.7 MB of
+    // the 2.4 MB file), which the debug file has as SHT_NOBITS, was not.
+    const elf::SectionInfo* text = program.section(".text");
+    REQUIRE(text != nullptr);
+    const auto size = std::filesystem::file_size(fixture);
+    INFO("read " << program.bytes_read() << " of " << size << " bytes, .text " << text->size);
+    CHECK(program.bytes_read() + text->size <= size);
+}

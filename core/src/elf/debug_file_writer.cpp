@@ -97,9 +97,21 @@ struct SourceSection {
     std::span<const std::uint8_t> raw; // empty for SHT_NOBITS
 };
 
-// The symbols of one symbol table section, names resolved.
-std::vector<SymbolEntry> read_symbols(::Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr) {
+// The symbols of symbol table section `index` of `file`, names resolved.
+// The table's bytes and its string table's are read first: libelf reads
+// them from the image (ElfFile::libelf_headers()). No symbols when the table
+// cannot be read; no names when its string table is not in the file.
+std::vector<SymbolEntry> read_symbols(const ElfFile& file, std::size_t index) {
     std::vector<SymbolEntry> out;
+    const auto& sections = file.sections();
+    if (index >= sections.size() || !file.section_bytes(sections[index])) return out;
+    const std::uint32_t link = sections[index].link;
+    if (link < sections.size() && sections[link].in_file && !file.section_bytes(sections[link]))
+        return out;
+    ::Elf* elf = file.libelf_headers();
+    Elf_Scn* scn = elf_getscn(elf, index);
+    GElf_Shdr shdr;
+    if (scn == nullptr || gelf_getshdr(scn, &shdr) == nullptr) return out;
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (data == nullptr || shdr.sh_entsize == 0) return out;
     const std::size_t n = shdr.sh_size / shdr.sh_entsize;
@@ -147,7 +159,8 @@ struct Failure {
 // The base file as read: its headers, its sections by index (0 is the null
 // section) and the end of the bytes its headers and sections use.
 struct Source {
-    ::Elf* elf = nullptr;
+    const ElfFile* file = nullptr;
+    ::Elf* elf = nullptr; // file->libelf_headers()
     GElf_Ehdr ehdr{};
     bool little = true;
     std::size_t shstrndx = 0;
@@ -157,7 +170,10 @@ struct Source {
 };
 
 Status read_headers(const ElfFile& base, Source& s, const Failure& fail) {
-    s.elf = base.libelf_handle();
+    // Headers only: the module's code and data are not read (they become
+    // SHT_NOBITS); read_sections() reads the sections kept.
+    s.file = &base;
+    s.elf = base.libelf_headers();
     if (s.elf == nullptr) return fail(Errc::Malformed, "no ELF image");
     if (gelf_getehdr(s.elf, &s.ehdr) == nullptr) return fail.libelf("cannot read the ELF header");
     if (gelf_getclass(s.elf) != ELFCLASS64)
@@ -178,16 +194,12 @@ Status read_sections(Source& src, const Failure& fail) {
             return fail.libelf("cannot read a section header");
         const char* name = elf_strptr(src.elf, src.shstrndx, s.shdr.sh_name);
         s.name = name != nullptr ? name : "";
-        if (s.shdr.sh_type != SHT_NOBITS && s.shdr.sh_size > 0) {
-            Elf_Data* raw = elf_rawdata(scn, nullptr);
-            if (raw == nullptr || raw->d_size != s.shdr.sh_size)
-                return fail(Errc::Truncated,
-                            "section " + s.name + " runs past the end of the file");
-            s.raw = {static_cast<const std::uint8_t*>(raw->d_buf), raw->d_size};
-        }
         const std::size_t index = elf_ndxscn(scn);
-        if (index != src.sections.size())
+        if (index != src.sections.size() || index >= src.file->sections().size())
             return fail(Errc::Malformed, "section indices are not consecutive");
+        if (s.shdr.sh_type != SHT_NOBITS && s.shdr.sh_size > 0 &&
+            !src.file->sections()[index].in_file)
+            return fail(Errc::Truncated, "section " + s.name + " runs past the end of the file");
         if (s.shdr.sh_type == SHT_SYMTAB && !src.symtab) src.symtab = index;
         if (s.shdr.sh_type == SHT_DYNSYM && !src.dynsym) src.dynsym = index;
         if (s.name == ".debug_frame" && !src.debug_frame) src.debug_frame = index;
@@ -256,15 +268,12 @@ class SymbolCollector {
 
     void merge_sources(const std::vector<const ElfFile*>& sources) {
         for (const ElfFile* other : sources) {
-            ::Elf* oe = other != nullptr ? other->libelf_handle() : nullptr;
-            if (oe == nullptr || oe == src_.elf) continue;
-            for (Elf_Scn* scn = elf_nextscn(oe, nullptr); scn != nullptr;
-                 scn = elf_nextscn(oe, scn)) {
-                GElf_Shdr h;
-                if (gelf_getshdr(scn, &h) == nullptr ||
-                    (h.sh_type != SHT_SYMTAB && h.sh_type != SHT_DYNSYM))
-                    continue;
-                merge(read_symbols(oe, scn, h), true, h.sh_type == SHT_DYNSYM);
+            if (other == nullptr || other == src_.file) continue;
+            const auto& sections = other->sections();
+            for (std::size_t i = 1; i < sections.size(); ++i) {
+                const std::uint32_t type = sections[i].type;
+                if (type == SHT_SYMTAB || type == SHT_DYNSYM)
+                    merge(read_symbols(*other, i), true, type == SHT_DYNSYM);
             }
         }
     }
@@ -318,13 +327,8 @@ struct NewSymbols {
 NewSymbols build_symbols(const Source& src, const DebugFileContents& contents,
                          DebugFileReport& report) {
     SymbolCollector collector(src, report);
-    if (src.symtab)
-        collector.add_own(read_symbols(src.elf, elf_getscn(src.elf, *src.symtab),
-                                       src.sections[*src.symtab].shdr));
-    if (src.dynsym)
-        collector.merge(
-            read_symbols(src.elf, elf_getscn(src.elf, *src.dynsym), src.sections[*src.dynsym].shdr),
-            false, true);
+    if (src.symtab) collector.add_own(read_symbols(*src.file, *src.symtab));
+    if (src.dynsym) collector.merge(read_symbols(*src.file, *src.dynsym), false, true);
     collector.merge_sources(contents.symbol_sources);
     collector.add_functions(contents.functions);
     std::vector<SymbolEntry> all;
@@ -375,6 +379,22 @@ bool keeps_bytes(const std::vector<SourceSection>& sections, const GElf_Shdr& h)
         h.sh_info < sections.size())
         return (sections[h.sh_info].shdr.sh_flags & SHF_ALLOC) == 0;
     return true;
+}
+
+// The bytes of the sections the debug file keeps, and of the section name
+// table, read now: the module's code and data never are.
+Status read_kept_bytes(Source& src, const Failure& fail) {
+    const auto& info = src.file->sections();
+    for (std::size_t i = 1; i < src.sections.size(); ++i) {
+        SourceSection& s = src.sections[i];
+        if (s.shdr.sh_type == SHT_NOBITS || s.shdr.sh_size == 0) continue;
+        if (i != src.shstrndx && !keeps_bytes(src.sections, s.shdr)) continue;
+        const auto bytes = src.file->section_bytes(info[i]);
+        if (!bytes || bytes->size() != s.shdr.sh_size)
+            return fail(Errc::Io, "cannot read section " + s.name);
+        s.raw = *bytes;
+    }
+    return ok();
 }
 
 void assign_indices(const Source& src, Layout& l) {
@@ -649,6 +669,7 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
     Source src;
     if (auto st = read_headers(base, src, fail); !st) return std::move(st).error();
     if (auto st = read_sections(src, fail); !st) return std::move(st).error();
+    if (auto st = read_kept_bytes(src, fail); !st) return std::move(st).error();
 
     DebugFileReport report;
     const NewSymbols symbols = build_symbols(src, contents, report);

@@ -380,6 +380,9 @@ ByteOrder ElfFile::byte_order() const noexcept {
     if (!impl_->image.ensure_all()) return nullptr;
     return impl_->elf;
 }
+::Elf* ElfFile::libelf_headers() const noexcept {
+    return impl_->elf;
+}
 std::uint16_t ElfFile::machine() const noexcept {
     return impl_->machine;
 }

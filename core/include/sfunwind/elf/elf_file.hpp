@@ -107,6 +107,11 @@ class ElfFile {
     // Reads the whole file first (null if that fails), as libdw may look
     // anywhere.
     ::Elf* libelf_handle() const;
+    // The same handle with only what open() read: the ELF, program and
+    // section headers and the section names. For a reader of a few sections
+    // (a debug file's writer): section_bytes() of a section before libelf
+    // reads its contents, which are zeros until then.
+    ::Elf* libelf_headers() const noexcept;
     // The ABI from e_machine and EI_DATA (EM_X86_64, EM_AARCH64, EM_S390, EM_PPC64).
     std::optional<Abi> abi() const;
     std::uint16_t machine() const noexcept;
