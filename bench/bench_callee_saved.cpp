@@ -4,6 +4,9 @@
 //   cold      FunctionRules::analyse of every function of the program
 //             (decoding with Capstone, the data-flow pass, the rule table):
 //             per function and per instruction
+//   module    the same with one fresh Analyser per pass over the program
+//             (what the LLDB debug file and `sfunwind check` run): encodings
+//             seen before are not decoded again
 //   cached    a frame's rules once its function is analysed: the module's
 //             cache lookup and FunctionRules::at(), per frame, at the same
 //             PCs the lookup benchmarks use
@@ -45,24 +48,29 @@ int run(const Program& p, std::chrono::milliseconds budget) {
     std::size_t analysed = 0;
     std::size_t instructions = 0;
     std::size_t memory = 0;
-    const double cold_ns = sfunwind::bench::time_best(
-        [&] {
-            analysed = instructions = memory = 0;
-            for (const auto& f : fdes) {
-                auto bytes = code(f.start, f.size);
-                if (!bytes) continue;
-                auto r = cs::FunctionRules::analyse(abi, f.start, *bytes, rows, {}, facts);
-                if (!r) continue;
-                ++analysed;
-                instructions += r->instruction_starts().size();
-                memory += r->memory_bytes();
-            }
-        },
-        budget);
-    std::printf("  cold: %zu functions analysed (of %zu), %zu instructions: %.1f us per function, "
-                "%.0f ns per instruction\n",
-                analysed, fdes.size(), instructions, cold_ns / 1e3 / static_cast<double>(analysed),
-                cold_ns / static_cast<double>(instructions));
+    // Each pass with FunctionRules::analyse, or with a fresh Analyser.
+    auto pass = [&](bool memo) {
+        analysed = instructions = memory = 0;
+        cs::Analyser analyser;
+        for (const auto& f : fdes) {
+            auto bytes = code(f.start, f.size);
+            if (!bytes) continue;
+            auto r = memo ? analyser.analyse(abi, f.start, *bytes, rows, {}, facts)
+                          : cs::FunctionRules::analyse(abi, f.start, *bytes, rows, {}, facts);
+            if (!r) continue;
+            ++analysed;
+            instructions += r->instruction_starts().size();
+            memory += r->memory_bytes();
+        }
+    };
+    for (const bool memo : {false, true}) {
+        const double ns = sfunwind::bench::time_best([&] { pass(memo); }, budget);
+        std::printf("  %s: %zu functions analysed (of %zu), %zu instructions: %.1f us per "
+                    "function, %.0f ns per instruction\n",
+                    memo ? "module" : "cold", analysed, fdes.size(), instructions,
+                    ns / 1e3 / static_cast<double>(analysed),
+                    ns / static_cast<double>(instructions));
+    }
     std::printf("  memory: %.0f bytes of rule table per function\n",
                 static_cast<double>(memory) / static_cast<double>(analysed));
 

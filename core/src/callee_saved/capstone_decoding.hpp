@@ -41,11 +41,14 @@ class CapstoneHandle {
 // each instruction, until the end, a reduce() that returns false (one that
 // returns bool: s390x's execute instructions end the decode), or bytes
 // Capstone cannot decode that undecodable(address, rest) does not step over
-// (it returns the bytes it consumed, 0 for none). False when the handle is
-// not open or Capstone has no memory.
-template <class Reduce, class Undecodable>
+// (it returns the bytes it consumed, 0 for none). Before each instruction,
+// known(address, rest) may give it without Capstone (a DecodeMemo's find():
+// the bytes it consumed, 0 for none). False when the handle is not open or
+// Capstone has no memory.
+template <class Reduce, class Undecodable, class Known>
 bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
-                 std::span<const std::uint8_t> code, Reduce&& reduce, Undecodable&& undecodable) {
+                 std::span<const std::uint8_t> code, Reduce&& reduce, Undecodable&& undecodable,
+                 Known&& known) {
     if (!handle.open()) return false;
     struct Deleter {
         void operator()(cs_insn* i) const { cs_free(i, 1); }
@@ -56,6 +59,13 @@ bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
     std::size_t left = code.size();
     std::uint64_t address = start;
     while (left > 0) {
+        if (const std::size_t n = known(address, std::span<const std::uint8_t>(p, left));
+            n > 0 && n <= left) {
+            p += n;
+            left -= n;
+            address += n;
+            continue;
+        }
         if (!cs_disasm_iter(handle.get(), &p, &left, &address, insn.get())) {
             const std::size_t skip = undecodable(address, std::span<const std::uint8_t>(p, left));
             if (skip == 0 || skip > left) break;
@@ -71,6 +81,14 @@ bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
         }
     }
     return true;
+}
+
+template <class Reduce, class Undecodable>
+bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
+                 std::span<const std::uint8_t> code, Reduce&& reduce, Undecodable&& undecodable) {
+    return decode_each(handle, start, code, std::forward<Reduce>(reduce),
+                       std::forward<Undecodable>(undecodable),
+                       [](std::uint64_t, std::span<const std::uint8_t>) { return std::size_t{0}; });
 }
 
 template <class Reduce>

@@ -2,7 +2,9 @@
 #include "sfunwind/callee_saved/debug_frame_rules.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -30,100 +32,168 @@ std::vector<cfi::CalleeSavedChange> debug_frame_changes(const FunctionRules& rul
 
 namespace {
 
-std::vector<cfi::CalleeSavedChange> changes_of(const Abi& abi, const CodeAt& code,
-                                               const RowAt& rows, const CodeFacts& facts,
-                                               std::uint64_t start, std::uint64_t size) {
+std::vector<cfi::CalleeSavedChange> changes_of(Analyser& analyser, const Abi& abi,
+                                               const CodeAt& code, const RowAt& rows,
+                                               const CodeFacts& facts, std::uint64_t start,
+                                               std::uint64_t size) {
     if (!supported(abi)) return {};
     const auto bytes = code(start, size);
     if (!bytes) return {};
-    auto analysed = FunctionRules::analyse(abi, start, *bytes, rows, {}, facts);
+    auto analysed = analyser.analyse(abi, start, *bytes, rows, {}, facts);
     if (!analysed) return {};
     return debug_frame_changes(*analysed, start + size);
 }
 
-// The functions in the writer's order and the answers of the batch analysed
-// last.
-struct Ahead {
-    const Abi* abi = nullptr;
-    CodeAt code;
-    RowAt rows;
-    CodeFacts facts;
-    std::vector<FunctionRange> functions;
-    std::unordered_map<std::uint64_t, std::size_t> index; // by start: the first listed
-    unsigned threads = 1;
-    std::size_t batch_begin = 0;
-    std::vector<std::vector<cfi::CalleeSavedChange>> batch;
-
-    // Functions per thread in a batch: enough to keep the threads busy
-    // between batches, few enough that the answers waiting for the writer
-    // stay small (a few KB each).
-    static constexpr std::size_t per_thread = 64;
-
-    void analyse_batch(std::size_t begin) {
-        const std::size_t end =
-            std::min(functions.size(), begin + per_thread * std::size_t{threads});
-        batch.assign(end - begin, {});
-        batch_begin = begin;
-        auto work = [this, begin, end](std::size_t first) {
-            for (std::size_t i = begin + first; i < end; i += threads) {
-                // An analysis that cannot finish (out of memory) leaves the
-                // function without rules: unknown, never wrong.
-                try {
-                    batch[i - begin] =
-                        changes_of(*abi, code, rows, facts, functions[i].start, functions[i].size);
-                } catch (...) {
-                    batch[i - begin].clear();
-                }
-            }
-        };
-        std::vector<std::thread> pool;
+// The functions in the writer's order, analysed ahead of its requests by
+// worker threads that live as long as it asks, each with its Analyser (and
+// so its decoding memo). The writer's thread works too while the function
+// it asks for is not ready. Workers stay at most `window` functions ahead
+// of the writer: the answers waiting for it stay small (a few KB each).
+class Ahead {
+  public:
+    Ahead(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts,
+          std::vector<FunctionRange> functions, unsigned threads)
+        : abi_(&abi), code_(std::move(code)), rows_(std::move(rows)), facts_(std::move(facts)),
+          functions_(std::move(functions)), state_(functions_.size(), State::Waiting),
+          answers_(functions_.size()), window_(per_thread * std::size_t{threads}) {
+        index_.reserve(functions_.size());
+        for (std::size_t i = 0; i < functions_.size(); ++i)
+            index_.emplace(functions_[i].start, i);
         try {
             for (unsigned t = 1; t < threads; ++t)
-                pool.emplace_back(work, t);
+                workers_.emplace_back([this] { work(); });
         } catch (...) {
-            // No more threads: the ones started and this one do the rest.
+            // No more threads: the ones started and the writer's do the rest.
         }
-        work(0);
-        for (std::size_t t = 0; t < pool.size(); ++t)
-            pool[t].join();
-        // The shares of threads that could not be started.
-        for (std::size_t t = pool.size() + 1; t < threads; ++t)
-            work(t);
     }
+    ~Ahead() {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            stopping_ = true;
+        }
+        room_.notify_all();
+        for (auto& w : workers_)
+            w.join();
+    }
+    Ahead(const Ahead&) = delete;
+    Ahead& operator=(const Ahead&) = delete;
 
     std::vector<cfi::CalleeSavedChange> get(std::uint64_t start, std::uint64_t size) {
-        const auto it = index.find(start);
-        if (it == index.end() || functions[it->second].size != size)
-            return changes_of(*abi, code, rows, facts, start, size);
+        const auto it = index_.find(start);
+        if (it == index_.end() || functions_[it->second].size != size)
+            return analyse(writer_analyser_, start, size);
         const std::size_t i = it->second;
-        if (i < batch_begin || i - batch_begin >= batch.size()) analyse_batch(i);
-        return std::move(batch[i - batch_begin]);
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (state_[i] == State::Taken) {
+            // Asked again (FDEs that repeat a function): analysed again.
+            lock.unlock();
+            return analyse(writer_analyser_, start, size);
+        }
+        asked_ = std::max(asked_, i + 1);
+        room_.notify_all();
+        while (state_[i] != State::Done) {
+            // Not started: the writer's thread analyses it; started: the
+            // writer's thread helps with the next ones, or waits.
+            const std::size_t j = state_[i] == State::Waiting ? i : claim();
+            if (j == functions_.size()) {
+                ready_.wait(lock);
+                continue;
+            }
+            run(j, writer_analyser_, lock);
+        }
+        state_[i] = State::Taken;
+        return std::move(answers_[i]);
     }
+
+  private:
+    enum class State : std::uint8_t { Waiting, Running, Done, Taken };
+
+    // Functions per thread in the window: enough to keep the threads busy,
+    // few enough that the answers waiting stay small.
+    static constexpr std::size_t per_thread = 64;
+
+    std::vector<cfi::CalleeSavedChange> analyse(Analyser& analyser, std::uint64_t start,
+                                                std::uint64_t size) {
+        // An analysis that cannot finish (out of memory) leaves the
+        // function without rules: unknown, never wrong.
+        try {
+            return changes_of(analyser, *abi_, code_, rows_, facts_, start, size);
+        } catch (...) {
+            return {};
+        }
+    }
+
+    // The next function no thread has started, within the window; the
+    // number of functions when there is none. Called with the lock held.
+    std::size_t claim() {
+        while (next_ < functions_.size() && state_[next_] != State::Waiting)
+            ++next_;
+        if (next_ == functions_.size() || next_ >= asked_ + window_) return functions_.size();
+        return next_;
+    }
+
+    // Analyses function j with the lock released.
+    void run(std::size_t j, Analyser& analyser, std::unique_lock<std::mutex>& lock) {
+        state_[j] = State::Running;
+        lock.unlock();
+        auto answer = analyse(analyser, functions_[j].start, functions_[j].size);
+        lock.lock();
+        answers_[j] = std::move(answer);
+        state_[j] = State::Done;
+        ready_.notify_all();
+    }
+
+    void work() {
+        Analyser analyser;
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (;;) {
+            if (stopping_) return;
+            const std::size_t j = claim();
+            if (j == functions_.size()) {
+                if (next_ == functions_.size()) return;
+                room_.wait(lock);
+                continue;
+            }
+            run(j, analyser, lock);
+        }
+    }
+
+    const Abi* abi_;
+    CodeAt code_;
+    RowAt rows_;
+    CodeFacts facts_;
+    std::vector<FunctionRange> functions_;
+    std::unordered_map<std::uint64_t, std::size_t> index_; // by start: the first listed
+    Analyser writer_analyser_;
+
+    std::mutex mutex_;
+    std::condition_variable ready_; // a function is done
+    std::condition_variable room_;  // the writer asked for one: the window moved
+    std::vector<State> state_;
+    std::vector<std::vector<cfi::CalleeSavedChange>> answers_;
+    std::size_t window_;
+    std::size_t next_ = 0;  // no function before it is Waiting
+    std::size_t asked_ = 0; // one past the furthest function the writer asked for
+    bool stopping_ = false;
+    std::vector<std::thread> workers_;
 };
 
 } // namespace
 
 cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts) {
-    return [&abi, code = std::move(code), rows = std::move(rows), facts = std::move(facts)](
+    return [&abi, code = std::move(code), rows = std::move(rows), facts = std::move(facts),
+            analyser = std::make_shared<Analyser>()](
                std::uint64_t start, std::uint64_t size) -> std::vector<cfi::CalleeSavedChange> {
-        return changes_of(abi, code, rows, facts, start, size);
+        return changes_of(*analyser, abi, code, rows, facts, start, size);
     };
 }
 
 cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows,
                                         std::vector<FunctionRange> functions, unsigned threads,
                                         CodeFacts facts) {
-    auto ahead = std::make_shared<Ahead>();
-    ahead->abi = &abi;
-    ahead->code = std::move(code);
-    ahead->rows = std::move(rows);
-    ahead->facts = std::move(facts);
-    ahead->functions = std::move(functions);
-    ahead->index.reserve(ahead->functions.size());
-    for (std::size_t i = 0; i < ahead->functions.size(); ++i)
-        ahead->index.emplace(ahead->functions[i].start, i);
     if (threads == 0) threads = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
-    ahead->threads = threads;
+    auto ahead = std::make_shared<Ahead>(abi, std::move(code), std::move(rows), std::move(facts),
+                                         std::move(functions), threads);
     return [ahead](std::uint64_t start, std::uint64_t size) -> std::vector<cfi::CalleeSavedChange> {
         return ahead->get(start, size);
     };

@@ -26,11 +26,11 @@ bool decodable(const Abi& abi) noexcept {
 }
 
 bool decode(const Abi& abi, std::uint64_t start, std::span<const std::uint8_t> code,
-            std::span<const std::uint16_t> tracked, Code& out) {
+            std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo) {
     if (tracked.size() > 32) return false;
     switch (abi.arch) {
     case Arch::X86_64:
-        return decode_x86_64(start, code, tracked, out);
+        return decode_x86_64(start, code, tracked, out, memo);
     case Arch::AArch64:
         return decode_aarch64(abi.order, start, code, tracked, out);
     case Arch::S390x:

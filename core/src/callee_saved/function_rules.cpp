@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "sfunwind/callee_saved/function_rules.hpp"
 
+#include "decode_memo.hpp"
 #include "instruction.hpp"
 
 #include <algorithm>
@@ -476,6 +477,24 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
                                                std::span<const std::uint8_t> code,
                                                const RowAt& rows, const Limits& limits,
                                                const CodeFacts& facts) {
+    return analyse(abi, start, code, rows, limits, facts, nullptr);
+}
+
+Analyser::Analyser() : memo_(std::make_unique<detail::DecodeMemo>()) {}
+Analyser::~Analyser() = default;
+Analyser::Analyser(Analyser&&) noexcept = default;
+Analyser& Analyser::operator=(Analyser&&) noexcept = default;
+
+Expected<FunctionRules> Analyser::analyse(const Abi& abi, std::uint64_t start,
+                                          std::span<const std::uint8_t> code, const RowAt& rows,
+                                          const Limits& limits, const CodeFacts& facts) {
+    return FunctionRules::analyse(abi, start, code, rows, limits, facts, memo_.get());
+}
+
+Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t start,
+                                               std::span<const std::uint8_t> code,
+                                               const RowAt& rows, const Limits& limits,
+                                               const CodeFacts& facts, detail::DecodeMemo* memo) {
     if (!supported(abi))
         return Error(Errc::Unsupported,
                      "callee-saved registers are not recovered from " + std::string(abi.name) +
@@ -499,7 +518,7 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     // About 4 bytes an instruction (x86-64's mean, AArch64's size): one
     // allocation for most functions, where growing by doubling copies.
     decoded.instructions.reserve(code.size() / 4 + 1);
-    if (!detail::decode(abi, start, code, out.registers_.first(nregs), decoded))
+    if (!detail::decode(abi, start, code, out.registers_.first(nregs), decoded, memo))
         return Error(Errc::Unsupported, "Capstone cannot decode " + std::string(abi.name) + " code",
                      Address{start});
     const std::vector<Instruction>& insns = decoded.instructions;

@@ -133,21 +133,30 @@ struct Code {
         return std::span<const RegisterAccess>(accesses).subspan(in.first_access + in.saves,
                                                                  in.loads);
     }
+    // Both: the saves, then the loads.
+    std::span<const RegisterAccess> saves_and_loads(const Instruction& in) const {
+        return std::span<const RegisterAccess>(accesses).subspan(in.first_access,
+                                                                 std::size_t{in.saves} + in.loads);
+    }
 };
 
 // Whether a decoder exists for the ABI's architecture.
 bool decodable(const Abi& abi) noexcept;
 
+class DecodeMemo;
+
 // Decodes [start, start + code.size()) linearly into `out`, until the end or
 // the first bytes Capstone cannot decode. `tracked` holds the DWARF numbers
-// of the tracked registers (at most 32). Returns false when Capstone cannot
-// be opened for the architecture, or there is no decoder for it.
+// of the tracked registers (at most 32). `memo` (decode_memo.hpp; x86-64
+// only, nullptr for none) gives the encodings it holds and learns the others.
+// Returns false when Capstone cannot be opened for the architecture, or
+// there is no decoder for it.
 bool decode(const Abi& abi, std::uint64_t start, std::span<const std::uint8_t> code,
-            std::span<const std::uint16_t> tracked, Code& out);
+            std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo = nullptr);
 
 // One per architecture; decode() chooses.
 bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
-                   std::span<const std::uint16_t> tracked, Code& out);
+                   std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo);
 bool decode_aarch64(ByteOrder order, std::uint64_t start, std::span<const std::uint8_t> code,
                     std::span<const std::uint16_t> tracked, Code& out);
 bool decode_s390x(std::uint64_t start, std::span<const std::uint8_t> code,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "capstone_decoding.hpp"
+#include "decode_memo.hpp"
 #include "instruction.hpp"
 
 #include <array>
@@ -389,11 +390,23 @@ class Reducer {
 } // namespace
 
 bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
-                   std::span<const std::uint16_t> tracked, Code& out) {
+                   std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo) {
     thread_local CapstoneHandle handle(CS_ARCH_X86, CS_MODE_64);
     const Reducer reducer(handle.get(), tracked);
-    return decode_each(handle, start, code,
-                       [&](const cs_insn& insn) { reducer.reduce(insn, out); });
+    if (!memo)
+        return decode_each(handle, start, code,
+                           [&](const cs_insn& insn) { reducer.reduce(insn, out); });
+    memo->track(tracked);
+    return decode_each(
+        handle, start, code,
+        [&](const cs_insn& insn) {
+            reducer.reduce(insn, out);
+            memo->remember(std::span<const std::uint8_t>(insn.bytes, insn.size), out);
+        },
+        [](std::uint64_t, std::span<const std::uint8_t>) { return std::size_t{0}; },
+        [&](std::uint64_t address, std::span<const std::uint8_t> rest) {
+            return memo->find(address, rest, out);
+        });
 }
 
 } // namespace sfunwind::callee_saved::detail

@@ -45,6 +45,7 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
     const callee_saved::CodeFacts facts = callee_saved::module_facts(file, abi, code, rows);
     const std::uint32_t n = section->fde_count();
     std::array<RegRule, callee_saved::FunctionRules::max_registers> got{};
+    callee_saved::Analyser analyser;
     for (std::uint32_t i = 0; i < n; ++i) {
         if (options.progress) options.progress(i, n);
         auto fde = section->fde(i);
@@ -62,7 +63,7 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
             declined("its code is not in the file");
             continue;
         }
-        auto rules = callee_saved::FunctionRules::analyse(abi, fde->start, *bytes, rows, {}, facts);
+        auto rules = analyser.analyse(abi, fde->start, *bytes, rows, {}, facts);
         if (!rules) {
             declined(rules.error().message());
             continue;

@@ -23,8 +23,8 @@ namespace sfunwind::callee_saved {
 std::vector<cfi::CalleeSavedChange> debug_frame_changes(const FunctionRules& rules,
                                                         std::uint64_t end);
 
-// Analyses each function the writer asks about, once (nothing is cached:
-// the writer asks for each FDE once), with `facts` (a module's:
+// Analyses each function the writer asks about, once (no rules are cached:
+// the writer asks for each FDE once; one Analyser serves them all), with `facts` (a module's:
 // module_facts()). Functions that are declined (no code, a limit, an ABI
 // not supported()) get no changes. `code` and `rows` as for ModuleRules;
 // they must outlive the writer's use of the result.
@@ -38,10 +38,14 @@ struct FunctionRange {
 };
 
 // The same answers, analysed ahead on `threads` threads (0: one per core, at
-// most 8): `functions` lists the functions in the order the writer asks for
-// them (its FDE order); a batch of the next ones is analysed in parallel at
-// the first request for one of them. A request for a function not listed
-// is analysed on its own. `code`, `rows` and `facts` are called from those
+// most 8; the caller's counts as one): `functions` lists the functions in
+// the order the writer asks for them (its FDE order). Worker threads, which
+// live as long as the result, analyse the next ones, at most 64 per thread
+// ahead of the writer's last request; the caller's thread analyses too
+// while the function it asks for is not ready. Each thread has an Analyser
+// (function_rules.hpp): encodings it has decoded are not decoded again. A
+// request for a function not listed, or listed but asked before, is
+// analysed on its own. `code`, `rows` and `facts` are called from those
 // threads.
 cfi::CalleeSavedRules debug_frame_rules(const Abi& abi, CodeAt code, RowAt rows,
                                         std::vector<FunctionRange> functions, unsigned threads = 0,

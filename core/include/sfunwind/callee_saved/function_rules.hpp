@@ -71,6 +71,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -129,6 +130,10 @@ bool supported(const Abi& abi) noexcept;
 // first row of a function entry has it; a later row has it where the
 // function has given its frame back (before a return or a tail call).
 bool entry_cfa(const Row& row, const Abi& abi) noexcept;
+
+namespace detail {
+class DecodeMemo;
+} // namespace detail
 
 class FunctionRules {
   public:
@@ -189,6 +194,11 @@ class FunctionRules {
     static constexpr std::size_t max_registers = 20;
 
   private:
+    friend class Analyser;
+    static Expected<FunctionRules> analyse(const Abi& abi, std::uint64_t start,
+                                           std::span<const std::uint8_t> code, const RowAt& rows,
+                                           const Limits& limits, const CodeFacts& facts,
+                                           detail::DecodeMemo* memo);
     std::optional<std::size_t> change_at(std::uint64_t pc) const;
     std::uint64_t start_ = 0;
     std::uint64_t end_ = 0;
@@ -207,6 +217,30 @@ class FunctionRules {
     std::vector<std::uint32_t> offsets_;   // instruction starts
     std::vector<std::uint32_t> never_run_; // offsets, sorted
     Stats stats_;
+};
+
+// Analyses function after function, one thread's, with the rules
+// FunctionRules::analyse() gives, and decodes an instruction encoding it
+// has decoded before from a memo (x86-64: src/callee_saved/decode_memo.hpp;
+// 2^14 encodings, about 2.5 MB, allocated at the first function). What
+// analyses a whole module (the LLDB debug file, `sfunwind check
+// --callee-saved`) uses: most of a module's instructions repeat an
+// encoding, and Capstone's decoding is most of the analysis's cost.
+class Analyser {
+  public:
+    Analyser();
+    ~Analyser();
+    Analyser(Analyser&&) noexcept;
+    Analyser& operator=(Analyser&&) noexcept;
+    Analyser(const Analyser&) = delete;
+    Analyser& operator=(const Analyser&) = delete;
+
+    Expected<FunctionRules> analyse(const Abi& abi, std::uint64_t start,
+                                    std::span<const std::uint8_t> code, const RowAt& rows,
+                                    const Limits& limits = {}, const CodeFacts& facts = {});
+
+  private:
+    std::unique_ptr<detail::DecodeMemo> memo_;
 };
 
 } // namespace sfunwind::callee_saved

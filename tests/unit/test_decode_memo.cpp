@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+// The callee-saved analysis's decoding memo (core/src/callee_saved/
+// decode_memo.hpp): what it gives is what Capstone decodes, instruction by
+// instruction, at every address.
+#include "../../core/src/callee_saved/decode_memo.hpp"
+#include "../../core/src/callee_saved/instruction.hpp"
+#include "catch.hpp"
+#include "open_elf.hpp"
+#include "sfunwind/abi.hpp"
+#include "support.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using namespace sfunwind;
+using namespace sfunwind::callee_saved::detail;
+
+namespace {
+
+// Every field of two decodes, with the instruction's address when they differ.
+void require_same(const Code& want, const Code& got) {
+    REQUIRE(got.instructions.size() == want.instructions.size());
+    for (std::size_t i = 0; i < want.instructions.size(); ++i) {
+        const Instruction& w = want.instructions[i];
+        const Instruction& g = got.instructions[i];
+        INFO("instruction at 0x" << std::hex << w.address);
+        REQUIRE(g.address == w.address);
+        REQUIRE(g.size == w.size);
+        REQUIRE(g.flow == w.flow);
+        REQUIRE(g.target == w.target);
+        REQUIRE(g.direct_call == w.direct_call);
+        REQUIRE(g.returns == w.returns);
+        REQUIRE(g.padding == w.padding);
+        REQUIRE(g.sp == w.sp);
+        REQUIRE(g.sp_delta == w.sp_delta);
+        REQUIRE(g.fp == w.fp);
+        REQUIRE(g.fp_delta == w.fp_delta);
+        REQUIRE(g.store_base == w.store_base);
+        REQUIRE(g.store_disp == w.store_disp);
+        REQUIRE(g.store_size == w.store_size);
+        REQUIRE(g.load_base == w.load_base);
+        REQUIRE(g.clobbered == w.clobbered);
+        REQUIRE(g.copies == w.copies);
+        REQUIRE(g.copy_from == w.copy_from);
+        REQUIRE(g.copy_to == w.copy_to);
+        REQUIRE(g.written == w.written);
+        const auto ws = want.saves_and_loads(w);
+        const auto gs = got.saves_and_loads(g);
+        REQUIRE(g.saves == w.saves);
+        REQUIRE(g.loads == w.loads);
+        for (std::size_t k = 0; k < ws.size(); ++k) {
+            REQUIRE(gs[k].index == ws[k].index);
+            REQUIRE(gs[k].disp == ws[k].disp);
+        }
+    }
+}
+
+} // namespace
+
+TEST_CASE("decode memo: SQLite's functions decode the same with it, at their starts and one byte "
+          "in",
+          "[callee_saved]") {
+    const auto large = test::source_dir() / "tests" / "fixtures" / "large";
+    const auto tracked = untracked_callee_saved(abi_amd64());
+    for (const char* name : {"sqlite3-gas-2.47", "sqlite3-clang-23"}) {
+        INFO(name);
+        const elf::ElfFile file = test::open_elf((large / name).string());
+        auto section = file.sframe();
+        REQUIRE(section);
+        DecodeMemo memo;
+        std::size_t instructions = 0;
+        for (std::uint32_t i = 0; i < section->fde_count(); ++i) {
+            auto fde = section->fde(i);
+            if (!fde || fde->size < 2) continue;
+            auto bytes = file.loaded_bytes(fde->start, fde->size);
+            REQUIRE(bytes);
+            // One byte in: what a decoder meets in data, or in the middle
+            // of an instruction (encodings the memo has seen, cut short).
+            for (const std::size_t skip : {std::size_t{0}, std::size_t{1}}) {
+                const auto code = bytes->subspan(skip);
+                Code want;
+                Code got;
+                REQUIRE(decode_x86_64(fde->start + skip, code, tracked, want, nullptr));
+                REQUIRE(decode_x86_64(fde->start + skip, code, tracked, got, &memo));
+                require_same(want, got);
+                instructions += want.instructions.size();
+            }
+        }
+        // Most instructions repeat an encoding: the memo gives them.
+        CHECK(instructions > 200000);
+        CHECK(memo.hits() > instructions / 2);
+        // A miss for each instruction Capstone decoded, and for the bytes
+        // that end a decode (Capstone cannot decode them either).
+        CHECK(memo.hits() + memo.misses() >= instructions);
+    }
+}
+
+TEST_CASE("decode memo: a branch's and a call's target follow the address", "[callee_saved]") {
+    const auto tracked = untracked_callee_saved(abi_amd64());
+    // call (next); jmp (itself); jne +2; push rbx; pop rbx; ret
+    const std::vector<std::uint8_t> code = {0xe8, 0x00, 0x00, 0x00, 0x00, 0xeb,
+                                            0xfe, 0x75, 0x02, 0x53, 0x5b, 0xc3};
+    DecodeMemo memo;
+    for (const std::uint64_t start : {0x1000ULL, 0x7fff0000ULL, 0x1000ULL}) {
+        INFO("at 0x" << std::hex << start);
+        Code want;
+        Code got;
+        REQUIRE(decode_x86_64(start, code, tracked, want, nullptr));
+        REQUIRE(decode_x86_64(start, code, tracked, got, &memo));
+        require_same(want, got);
+        CHECK(got.instructions[0].target == start + 5);
+        CHECK(got.instructions[1].target == start + 5);
+        CHECK(got.instructions[2].target == start + 11);
+    }
+    // The first decode learnt the six encodings; the others found them.
+    CHECK(memo.hits() == 2 * 6);
+}
+
+TEST_CASE("decode memo: another list of tracked registers forgets what it holds",
+          "[callee_saved]") {
+    const std::vector<std::uint16_t> rbx_r12 = {3, 12};
+    const std::vector<std::uint16_t> r12_rbx = {12, 3};
+    // mov [rsp+8], rbx; mov rbx, [rsp+8]
+    const std::vector<std::uint8_t> code = {0x48, 0x89, 0x5c, 0x24, 0x08,
+                                            0x48, 0x8b, 0x5c, 0x24, 0x08};
+    DecodeMemo memo;
+    Code first;
+    REQUIRE(decode_x86_64(0x1000, code, rbx_r12, first, &memo));
+    Code want;
+    Code got;
+    REQUIRE(decode_x86_64(0x1000, code, r12_rbx, want, nullptr));
+    REQUIRE(decode_x86_64(0x1000, code, r12_rbx, got, &memo));
+    CHECK(memo.hits() == 0);
+    require_same(want, got);
+    REQUIRE(got.saves_and_loads(got.instructions[0]).size() == 1);
+    CHECK(got.saves_and_loads(got.instructions[0])[0].index == 1);
+}
