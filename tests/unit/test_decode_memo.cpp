@@ -117,6 +117,24 @@ TEST_CASE("decode memo: a branch's and a call's target follow the address", "[ca
     CHECK(memo.hits() == 2 * 6);
 }
 
+TEST_CASE("decode memo: a 64-bit displacement is decoded each time, the same", "[callee_saved]") {
+    const auto tracked = untracked_callee_saved(abi_amd64());
+    // movabs [0x1122334455667788], rax: a store beyond what an entry holds.
+    const std::vector<std::uint8_t> code = {0x48, 0xa3, 0x88, 0x77, 0x66,
+                                            0x55, 0x44, 0x33, 0x22, 0x11};
+    DecodeMemo memo;
+    for (int pass = 0; pass < 2; ++pass) {
+        Code want;
+        Code got;
+        REQUIRE(decode_x86_64(0x1000, code, tracked, want, nullptr));
+        REQUIRE(decode_x86_64(0x1000, code, tracked, got, &memo));
+        require_same(want, got);
+        REQUIRE(got.instructions.size() == 1);
+        CHECK(got.instructions[0].store_disp == 0x1122334455667788);
+    }
+    CHECK(memo.hits() == 0);
+}
+
 TEST_CASE("decode memo: another list of tracked registers forgets what it holds",
           "[callee_saved]") {
     const std::vector<std::uint16_t> rbx_r12 = {3, 12};

@@ -2,6 +2,7 @@
 #include "decode_memo.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace sfunwind::callee_saved::detail {
 namespace {
@@ -11,8 +12,21 @@ namespace {
 constexpr std::uint64_t fnv_offset = 0xcbf29ce484222325ULL;
 constexpr std::uint64_t fnv_prime = 0x100000001b3ULL;
 
+constexpr std::uint8_t direct_call_flag = 1;
+constexpr std::uint8_t returns_flag = 2;
+constexpr std::uint8_t padding_flag = 4;
+constexpr std::uint8_t recent_flag = 8;
+
 bool has_target(const Instruction& in) {
     return in.flow == Flow::Jump || in.flow == Flow::Branch || in.direct_call;
+}
+
+bool narrow(std::int64_t v, std::int32_t& out) {
+    if (v < std::numeric_limits<std::int32_t>::min() ||
+        v > std::numeric_limits<std::int32_t>::max())
+        return false;
+    out = static_cast<std::int32_t>(v);
+    return true;
 }
 
 } // namespace
@@ -30,9 +44,69 @@ void DecodeMemo::track(std::span<const std::uint16_t> tracked) {
     if (tracked.size() > tracked_.size()) tracked_count_ = tracked_.size() + 1;
 }
 
-std::size_t DecodeMemo::slot(std::uint64_t hash) const noexcept {
-    // Fibonacci hashing: the hash's high bits, mixed.
-    return static_cast<std::size_t>((hash * 0x9e3779b97f4a7c15ULL) >> (64 - bits_));
+std::size_t DecodeMemo::set(std::uint64_t hash) const noexcept {
+    // Fibonacci hashing: the hash's high bits, mixed; 2^(bits - 1) sets.
+    return static_cast<std::size_t>((hash * 0x9e3779b97f4a7c15ULL) >> (65 - bits_)) * 2;
+}
+
+bool DecodeMemo::pack(const Instruction& in, std::span<const RegisterAccess> accesses,
+                      std::span<const std::uint8_t> encoding, Entry& out) {
+    static_assert(sizeof(Entry) <= 64, "an entry is a cache line at most");
+    if (in.copies || in.copy_from != 0 || in.copy_to != 0 || in.written != 0 ||
+        accesses.size() > max_accesses || in.size != encoding.size())
+        return false;
+    Entry e;
+    std::copy(encoding.begin(), encoding.end(), e.encoding.begin());
+    e.size = in.size;
+    e.flow = in.flow;
+    e.flags = static_cast<std::uint8_t>((in.direct_call ? direct_call_flag : 0) |
+                                        (in.returns ? returns_flag : 0) |
+                                        (in.padding ? padding_flag : 0));
+    e.sp = in.sp;
+    e.fp = in.fp;
+    e.store_base = in.store_base;
+    e.load_base = in.load_base;
+    e.saves = in.saves;
+    e.loads = in.loads;
+    const std::int64_t target =
+        has_target(in) ? static_cast<std::int64_t>(in.target - in.address) : 0;
+    if (!narrow(in.sp_delta, e.sp_delta) || !narrow(in.fp_delta, e.fp_delta) ||
+        !narrow(in.store_disp, e.store_disp) || !narrow(target, e.target))
+        return false;
+    e.store_size = in.store_size;
+    e.clobbered = in.clobbered;
+    for (std::size_t k = 0; k < accesses.size(); ++k) {
+        e.access_index[k] = accesses[k].index;
+        if (!narrow(accesses[k].disp, e.access_disp[k])) return false;
+    }
+    out = e;
+    return true;
+}
+
+void DecodeMemo::unpack(const Entry& e, std::uint64_t address, Code& out) {
+    Instruction in;
+    in.address = address;
+    in.size = e.size;
+    in.flow = e.flow;
+    in.direct_call = (e.flags & direct_call_flag) != 0;
+    in.returns = (e.flags & returns_flag) != 0;
+    in.padding = (e.flags & padding_flag) != 0;
+    if (has_target(in)) in.target = address + static_cast<std::uint64_t>(std::int64_t{e.target});
+    in.sp = e.sp;
+    in.sp_delta = e.sp_delta;
+    in.fp = e.fp;
+    in.fp_delta = e.fp_delta;
+    in.store_base = e.store_base;
+    in.store_disp = e.store_disp;
+    in.store_size = e.store_size;
+    in.load_base = e.load_base;
+    in.clobbered = e.clobbered;
+    std::array<RegisterAccess, max_accesses> accesses{};
+    const std::size_t n = std::size_t{e.saves} + e.loads;
+    for (std::size_t k = 0; k < n; ++k)
+        accesses[k] = RegisterAccess{e.access_index[k], e.access_disp[k]};
+    const std::span<const RegisterAccess> all(accesses.data(), n);
+    out.add(in, all.first(e.saves), all.subspan(e.saves));
 }
 
 std::size_t DecodeMemo::find(std::uint64_t address, std::span<const std::uint8_t> code, Code& out) {
@@ -42,9 +116,9 @@ std::size_t DecodeMemo::find(std::uint64_t address, std::span<const std::uint8_t
 }
 
 std::size_t DecodeMemo::lookup(std::uint64_t address, std::span<const std::uint8_t> code,
-                               Code& out) const {
+                               Code& out) {
     // Lengths 1 and up to max_encoding: those whose first bytes have had one.
-    std::uint16_t lengths = single_[code[0]] ? 1U << 1 : 0;
+    std::uint32_t lengths = single_[code[0]] ? 1U << 1 : 0U;
     if (code.size() >= 2)
         lengths |=
             lengths_[static_cast<std::size_t>(code[0]) | static_cast<std::size_t>(code[1]) << 8];
@@ -53,17 +127,18 @@ std::size_t DecodeMemo::lookup(std::uint64_t address, std::span<const std::uint8
     for (std::size_t n = 1; n <= longest && (lengths >> n) != 0; ++n) {
         hash = (hash ^ code[n - 1]) * fnv_prime;
         if ((lengths & (1U << n)) == 0) continue;
-        const Entry& e = entries_[slot(hash)];
-        if (e.size != n || !std::equal(code.begin(), code.begin() + static_cast<std::ptrdiff_t>(n),
-                                       e.encoding.begin()))
-            continue;
-        Instruction in = e.instruction;
-        in.address = address;
-        if (has_target(in)) in.target += address;
-        const std::span<const RegisterAccess> accesses(e.accesses.data(),
-                                                       std::size_t{in.saves} + in.loads);
-        out.add(in, accesses.first(in.saves), accesses.subspan(in.saves));
-        return n;
+        const std::size_t first = set(hash);
+        for (std::size_t way = 0; way < 2; ++way) {
+            Entry& e = entries_[first + way];
+            if (e.size != n ||
+                !std::equal(code.begin(), code.begin() + static_cast<std::ptrdiff_t>(n),
+                            e.encoding.begin()))
+                continue;
+            e.flags |= recent_flag;
+            entries_[first + (1 - way)].flags &= static_cast<std::uint8_t>(~recent_flag);
+            unpack(e, address, out);
+            return n;
+        }
     }
     return 0;
 }
@@ -73,8 +148,8 @@ void DecodeMemo::remember(std::span<const std::uint8_t> encoding, const Code& co
         tracked_count_ > tracked_.size())
         return;
     const Instruction& in = code.instructions.back();
-    const std::span<const RegisterAccess> accesses = code.saves_and_loads(in);
-    if (accesses.size() > max_accesses || in.size != encoding.size()) return;
+    Entry packed;
+    if (!pack(in, code.saves_and_loads(in), encoding, packed)) return;
     if (entries_.empty()) {
         entries_.resize(std::size_t{1} << bits_);
         lengths_.assign(std::size_t{1} << 16, 0);
@@ -82,13 +157,15 @@ void DecodeMemo::remember(std::span<const std::uint8_t> encoding, const Code& co
     std::uint64_t hash = fnv_offset;
     for (const std::uint8_t b : encoding)
         hash = (hash ^ b) * fnv_prime;
-    Entry& e = entries_[slot(hash)];
-    std::copy(encoding.begin(), encoding.end(), e.encoding.begin());
-    e.size = static_cast<std::uint8_t>(encoding.size());
-    e.instruction = in;
-    e.instruction.address = 0;
-    if (has_target(in)) e.instruction.target -= in.address;
-    std::copy(accesses.begin(), accesses.end(), e.accesses.begin());
+    // Into an empty way, else over the one used less recently.
+    const std::size_t first = set(hash);
+    std::size_t way = 0;
+    if (entries_[first].size != 0 &&
+        (entries_[first + 1].size == 0 || (entries_[first].flags & recent_flag) != 0))
+        way = 1;
+    packed.flags |= recent_flag;
+    entries_[first + way] = packed;
+    entries_[first + (1 - way)].flags &= static_cast<std::uint8_t>(~recent_flag);
     if (encoding.size() == 1)
         single_[encoding[0]] = true;
     else

@@ -34,9 +34,9 @@ class DecodeMemo {
     // The most saves and loads one remembered instruction makes.
     static constexpr std::size_t max_accesses = 2;
 
-    // A direct-mapped table of 2^bits instructions (about 150 bytes each),
+    // A table of 2^bits instructions (64 bytes each) in sets of two,
     // allocated at the first remember().
-    explicit DecodeMemo(unsigned bits = 14) : bits_(bits) {}
+    explicit DecodeMemo(unsigned bits = 15) : bits_(bits < 2 ? 2 : bits > 24 ? 24 : bits) {}
 
     // Forgets every instruction when `tracked` differs from the list the
     // remembered ones were reduced with.
@@ -47,8 +47,9 @@ class DecodeMemo {
     std::size_t find(std::uint64_t address, std::span<const std::uint8_t> code, Code& out);
 
     // Remembers the last instruction of `code`, whose encoding is `encoding`
-    // (what was decoded at its address): nothing when it is too long or
-    // makes more than max_accesses saves and loads.
+    // (what was decoded at its address): nothing when it is too long, or a
+    // field does not fit an entry (a displacement beyond 32 bits, more than
+    // max_accesses saves and loads, copies: s390x's).
     void remember(std::span<const std::uint8_t> encoding, const Code& code);
 
     // find()'s answers so far: instructions given, and none.
@@ -56,15 +57,35 @@ class DecodeMemo {
     std::uint64_t misses() const noexcept { return misses_; }
 
   private:
+    // An instruction without its address, its fields narrowed (remember()
+    // keeps only those that fit): 64 bytes.
     struct Entry {
         std::array<std::uint8_t, max_encoding> encoding{};
-        std::uint8_t size = 0;   // 0: empty
-        Instruction instruction; // address 0; target: the distance from it
-        std::array<RegisterAccess, max_accesses> accesses{};
+        std::uint8_t size = 0; // 0: empty
+        Flow flow = Flow::Next;
+        std::uint8_t flags = 0; // direct_call, returns, padding; recent (of its set)
+        SpEffect sp = SpEffect::None;
+        FpEffect fp = FpEffect::None;
+        Base store_base = Base::None;
+        Base load_base = Base::None;
+        std::uint8_t saves = 0;
+        std::uint8_t loads = 0;
+        std::int32_t sp_delta = 0;
+        std::int32_t fp_delta = 0;
+        std::int32_t store_disp = 0;
+        std::int32_t target = 0; // from the instruction's address
+        std::uint32_t store_size = 0;
+        std::uint32_t clobbered = 0;
+        std::array<std::uint8_t, max_accesses> access_index{};
+        std::array<std::int32_t, max_accesses> access_disp{};
     };
 
-    std::size_t slot(std::uint64_t hash) const noexcept;
-    std::size_t lookup(std::uint64_t address, std::span<const std::uint8_t> code, Code& out) const;
+    static bool pack(const Instruction& in, std::span<const RegisterAccess> accesses,
+                     std::span<const std::uint8_t> encoding, Entry& out);
+    static void unpack(const Entry& e, std::uint64_t address, Code& out);
+    // The first of the two entries of the set of `hash`.
+    std::size_t set(std::uint64_t hash) const noexcept;
+    std::size_t lookup(std::uint64_t address, std::span<const std::uint8_t> code, Code& out);
 
     unsigned bits_;
     std::vector<Entry> entries_;
