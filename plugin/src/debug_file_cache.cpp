@@ -5,6 +5,7 @@
 #include "sfunwind/cfi/dwarf_writer.hpp"
 #include "sfunwind/elf/debug_file_writer.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -66,6 +67,26 @@ std::string temporary_name(const std::string& final_path) {
     static std::atomic<unsigned> counter{0};
     return final_path + ".tmp." + std::to_string(::getpid()) + "." +
            std::to_string(counter.fetch_add(1));
+}
+
+// The file the callee-saved analysis reads the module's code from. The
+// analysis reads every function's code into an ElfFile's image, where it
+// stays as long as the file: the module's own file lives for the session
+// (30 MB of code for the big program's three modules, bench/big_program).
+// A file opened for the translation alone gives it back when the
+// translation ends. It must be the same file: the same build-id and the
+// same .sframe bytes (the rows the analysis anchors on); otherwise (or when
+// it cannot be opened again) nullopt, and the module's own file is read.
+std::optional<elf::ElfFile> translation_code_file(const elf::ModuleRows& module) {
+    auto opened = elf::ElfFile::open(module.file->name());
+    if (!opened || opened->build_id() != module.file->build_id()) return std::nullopt;
+    const auto where = opened->find_sframe();
+    if (!where) return std::nullopt;
+    const auto bytes = opened->sframe_bytes(*where);
+    const std::span<const std::uint8_t> own = module.sframe()->view().bytes();
+    if (!bytes || !std::equal(bytes->begin(), bytes->end(), own.begin(), own.end()))
+        return std::nullopt;
+    return std::move(*opened);
 }
 
 } // namespace
@@ -185,7 +206,7 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
         return entry;
     }
     // The callee-saved analysis reads every function's instructions: about
-    // 1.8 s per MB of .sframe on 2 cores (bench/debug_file_size.cpp), so a
+    // 1 s per MB of .sframe on 2 cores (bench/debug_file_size.cpp), so a
     // large module gets a line first, instead of a silent pause.
     constexpr std::uint64_t announce_from = std::uint64_t{256} << 10;
     if (progress && callee_saved && entry.sframe_bytes >= announce_from) {
@@ -200,13 +221,21 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
                  "registers)\n");
     }
     const auto t0 = std::chrono::steady_clock::now();
+    // Declared before the options, whose analysis reads it: destroyed after.
+    std::optional<elf::ElfFile> code_file;
     cfi::DebugFrameOptions options;
     // The analysis of each function's instructions, run ahead on every core
     // (the writer asks in FDE order): almost all of a translation's time
-    // (bench/debug_file_size.cpp). `file` outlives the writer's use.
-    if (callee_saved)
-        options.callee_saved = callee_saved::module_debug_frame_rules(*file.file, *file.sframe());
+    // (bench/debug_file_size.cpp).
+    if (callee_saved) {
+        code_file = translation_code_file(file);
+        options.callee_saved = callee_saved::module_debug_frame_rules(
+            code_file ? *code_file : *file.file, *file.sframe());
+    }
     auto frame = cfi::write_debug_frame(*file.sframe(), options);
+    // The analysis's threads end, then the code it read is given back.
+    options.callee_saved = nullptr;
+    code_file.reset();
     if (!frame)
         return Error(frame.error().code(), file.file->name() + ": " + frame.error().message());
     elf::DebugFileContents contents;
