@@ -254,7 +254,7 @@ TEST_CASE("write_debug_frame: callee-saved slots that are not a multiple of 8") 
 }
 
 TEST_CASE("write_debug_frame: the analysis run ahead on threads writes the same bytes") {
-    // SQLite (gas 2.47): 2,935 FDEs, so many batches.
+    // SQLite (gas 2.47): 2,935 FDEs, many times the window the threads run ahead in.
     const elf::ElfFile program =
         test::open_elf((test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47").string());
     auto section = program.sframe();

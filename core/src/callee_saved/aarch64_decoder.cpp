@@ -371,6 +371,17 @@ bool decode_aarch64(ByteOrder order, std::uint64_t start, std::span<const std::u
     thread_local CapstoneHandle little(CS_ARCH_ARM64, CS_MODE_LITTLE_ENDIAN);
     thread_local CapstoneHandle big(CS_ARCH_ARM64, CS_MODE_BIG_ENDIAN);
     const CapstoneHandle& handle = order == ByteOrder::Big ? big : little;
+    // stp x29, x30, [sp, #-16]!; mov x29, sp; ret, in each byte order.
+    static constexpr std::array<std::uint8_t, 12> sample_little = {
+        0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91, 0xc0, 0x03, 0x5f, 0xd6};
+    static constexpr std::array<std::uint8_t, 12> sample_big = {0xa9, 0xbf, 0x7b, 0xfd, 0x91, 0x00,
+                                                                0x03, 0xfd, 0xd6, 0x5f, 0x03, 0xc0};
+    static std::once_flag warmed_little;
+    static std::once_flag warmed_big;
+    if (order == ByteOrder::Big)
+        warm_up(handle, warmed_big, sample_big);
+    else
+        warm_up(handle, warmed_little, sample_little);
     const Reducer reducer(handle.get(), tracked);
     return decode_each(handle, start, code,
                        [&](const cs_insn& insn) { reducer.reduce(insn, out); });

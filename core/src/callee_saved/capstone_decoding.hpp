@@ -7,6 +7,7 @@
 #include <capstone/capstone.h>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -96,6 +97,18 @@ bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
                  std::span<const std::uint8_t> code, Reduce&& reduce) {
     return decode_each(handle, start, code, std::forward<Reduce>(reduce),
                        [](std::uint64_t, std::span<const std::uint8_t>) { return std::size_t{0}; });
+}
+
+// Decodes `sample` once in the process (`once`), with details: before any
+// thread's first decode returns. Capstone 4 fills some of its tables at the
+// first decode that needs them, without a lock (x86: X86_insn_reg_intel
+// copies its register list over the sorted one and sorts it again while
+// another thread may search it); threads that decode their first
+// instructions at once race on them (ThreadSanitizer). call_once orders
+// that first decode before every other.
+inline void warm_up(const CapstoneHandle& handle, std::once_flag& once,
+                    std::span<const std::uint8_t> sample) {
+    std::call_once(once, [&] { decode_each(handle, 0, sample, [](const cs_insn&) {}); });
 }
 
 // The index of DWARF register `dwarf` among the tracked ones, or -1.

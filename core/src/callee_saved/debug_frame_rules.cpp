@@ -60,6 +60,8 @@ class Ahead {
         for (std::size_t i = 0; i < functions_.size(); ++i)
             index_.emplace(functions_[i].start, i);
         try {
+            // Room first: a thread that started must never be dropped joinable.
+            workers_.reserve(threads);
             for (unsigned t = 1; t < threads; ++t)
                 workers_.emplace_back([this] { work(); });
         } catch (...) {

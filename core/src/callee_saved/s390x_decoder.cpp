@@ -736,6 +736,11 @@ std::size_t branch_on_condition(std::uint64_t address, std::span<const std::uint
 bool decode_s390x(std::uint64_t start, std::span<const std::uint8_t> code,
                   std::span<const std::uint16_t> tracked, Code& out) {
     thread_local CapstoneHandle handle(CS_ARCH_SYSZ, CS_MODE_BIG_ENDIAN);
+    // stmg %r6,%r15,48(%r15); br %r14.
+    static constexpr std::array<std::uint8_t, 8> sample = {0xeb, 0x6f, 0xf0, 0x30,
+                                                           0x00, 0x24, 0x07, 0xfe};
+    static std::once_flag warmed;
+    warm_up(handle, warmed, sample);
     const Reducer reducer(tracked);
     const std::size_t first = out.instructions.size();
     const std::size_t first_access = out.accesses.size();

@@ -392,6 +392,12 @@ class Reducer {
 bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
                    std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo) {
     thread_local CapstoneHandle handle(CS_ARCH_X86, CS_MODE_64);
+    // add eax, 1; push rbx; mov rbp, rsp; ret (an accumulator form: the
+    // register list Capstone sorts at its first use).
+    static constexpr std::array<std::uint8_t, 10> sample = {0x05, 0x01, 0x00, 0x00, 0x00,
+                                                            0x53, 0x48, 0x89, 0xe5, 0xc3};
+    static std::once_flag warmed;
+    warm_up(handle, warmed, sample);
     const Reducer reducer(handle.get(), tracked);
     if (!memo)
         return decode_each(handle, start, code,
