@@ -84,19 +84,22 @@ bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
     return true;
 }
 
+// An undecodable() or known() that consumes nothing.
+inline constexpr auto no_bytes = [](std::uint64_t, std::span<const std::uint8_t>) {
+    return std::size_t{0};
+};
+
 template <class Reduce, class Undecodable>
 bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
                  std::span<const std::uint8_t> code, Reduce&& reduce, Undecodable&& undecodable) {
     return decode_each(handle, start, code, std::forward<Reduce>(reduce),
-                       std::forward<Undecodable>(undecodable),
-                       [](std::uint64_t, std::span<const std::uint8_t>) { return std::size_t{0}; });
+                       std::forward<Undecodable>(undecodable), no_bytes);
 }
 
 template <class Reduce>
 bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
                  std::span<const std::uint8_t> code, Reduce&& reduce) {
-    return decode_each(handle, start, code, std::forward<Reduce>(reduce),
-                       [](std::uint64_t, std::span<const std::uint8_t>) { return std::size_t{0}; });
+    return decode_each(handle, start, code, std::forward<Reduce>(reduce), no_bytes);
 }
 
 // Decodes `sample` once in the process (`once`), with details: before any

@@ -409,7 +409,7 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
             reducer.reduce(insn, out);
             memo->remember(std::span<const std::uint8_t>(insn.bytes, insn.size), out);
         },
-        [](std::uint64_t, std::span<const std::uint8_t>) { return std::size_t{0}; },
+        no_bytes,
         [&](std::uint64_t address, std::span<const std::uint8_t> rest) {
             return memo->find(address, rest, out);
         });
