@@ -21,7 +21,7 @@ using detail::SpEffect;
 // The state before an instruction executes. Offsets are CFA-relative:
 // CFA = rsp + sp, CFA = rbp + fp, and a slot at CFA + slot[i]. N registers
 // at most: the pass copies, meets and compares whole states, so x86-64's 5
-// tracked registers take a state of 8 (168 bytes) and not of max_registers.
+// tracked registers take a state of 5 (136 bytes) and not of max_registers.
 template <std::size_t N> struct State {
     bool reached = false;
     bool sp_known = false;
@@ -135,6 +135,7 @@ std::optional<std::int64_t> cfa_relative(const State<N>& s, Base base, std::int6
 }
 
 template <std::size_t N> void invalidate(State<N>& s, std::int64_t begin, std::int64_t size) {
+    if ((s.slot_valid | s.alt_valid) == 0) return;
     for (std::size_t i = 0; i < s.slot.size(); ++i) {
         const std::uint32_t bit = 1U << i;
         // Slots are 8 bytes.
@@ -218,7 +219,7 @@ void transfer(State<N>& s, const Code& code, const Instruction& in,
     s.alt_valid &= s.intact;
     // Copies end where their register is written, and at calls (the callee
     // may write every register the ABI does not preserve).
-    for (std::size_t i = 0; i < s.copy.size(); ++i) {
+    for (std::size_t i = 0; s.copy_valid != 0 && i < s.copy.size(); ++i) {
         const std::uint32_t bit = 1U << i;
         if ((s.copy_valid & bit) == 0) continue;
         if (in.flow == Flow::Call || (in.written >> s.copy[i] & 1U) != 0) {
@@ -357,29 +358,49 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     const std::size_t nregs = p.registers.size();
     const Abi& abi = p.abi;
     const CodeFacts& facts = p.facts;
+    // The state before each reached instruction: before(k), kept in
+    // `states` in the order instructions are first reached (an unreached
+    // one costs 4 bytes of `state_of` and no zero-filled state).
+    constexpr std::uint32_t unreached = std::numeric_limits<std::uint32_t>::max();
+    std::vector<std::uint32_t> state_of(insns.size(), unreached);
+    std::vector<State<N>> states;
+    states.reserve(insns.size());
+    auto reached = [&](std::size_t k) { return state_of[k] != unreached; };
+    auto before = [&](std::size_t k) -> State<N>& { return states[state_of[k]]; };
+
+    std::deque<std::size_t> work;
+    std::vector<bool> queued(insns.size(), false);
+    auto enqueue = [&](std::size_t to) {
+        if (!queued[to]) {
+            queued[to] = true;
+            work.push_back(to);
+        }
+    };
+    // `s` is reached: an unreached instruction takes it as it is (the meet
+    // with an unreached state).
+    auto propagate = [&](std::size_t to, const State<N>& s) {
+        if (!reached(to)) {
+            state_of[to] = static_cast<std::uint32_t>(states.size());
+            states.push_back(s);
+            enqueue(to);
+            return;
+        }
+        State<N>& old = before(to);
+        const State<N> m = meet(old, s);
+        if (m == old) return;
+        old = m;
+        enqueue(to);
+    };
     // The entry state: every register holds its caller's value, CFA = SP +
     // entry_cfa_offset(abi), where the first row says this is a function entry.
-    std::vector<State<N>> before(insns.size());
     if (!insns.empty()) {
         State<N> entry;
         entry.reached = true;
         const Row* first = p.row_at(0);
         if (first != nullptr && entry_cfa(*first, abi))
             entry.intact = (nregs >= 32 ? ~0U : (1U << nregs) - 1);
-        before[0] = entry;
+        propagate(0, entry);
     }
-
-    std::deque<std::size_t> work;
-    std::vector<bool> queued(insns.size(), false);
-    auto propagate = [&](std::size_t to, const State<N>& s) {
-        const State<N> m = meet(before[to], s);
-        if (before[to].reached && m == before[to]) return;
-        before[to] = m;
-        if (!queued[to]) {
-            queued[to] = true;
-            work.push_back(to);
-        }
-    };
     // States at indirect jumps (and calls, for landing pads): where
     // unreached code is entered from.
     State<N> body;
@@ -389,7 +410,7 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
             const std::size_t k = work.front();
             work.pop_front();
             queued[k] = false;
-            State<N> s = before[k];
+            State<N> s = before(k);
             if (const Row* r = p.row_at(k)) anchor(s, *r, abi, stats);
             const Instruction& in = insns[k];
             if (in.flow == Flow::Indirect || (facts.landing_pads && in.flow == Flow::Call))
@@ -405,10 +426,6 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
         }
         return true;
     };
-    if (!insns.empty()) {
-        queued[0] = true;
-        work.push_back(0);
-    }
     if (!run()) return false;
     // Unreached code (switch cases, landing pads) starts from the body's
     // state, the meet over every call and indirect jump, including those of
@@ -424,7 +441,7 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
         for (std::size_t k = 0; k < insns.size(); ++k) {
             // Alignment padding after a ret or jump is never run.
             if (insns[k].padding) continue;
-            const bool first_time = !before[k].reached;
+            const bool first_time = !reached(k);
             if (!first_time && !is_seed[k]) continue;
             if (first_time) {
                 is_seed[k] = true;
@@ -442,21 +459,27 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
         std::any_of(insns.begin(), insns.end(), [](const Instruction& in) { return in.copies; });
     out.width = (copies ? 3 : 2) * nregs;
     std::vector<std::int32_t> codes(out.width);
+    // The codes are a function of the state: an instruction whose state is
+    // its predecessor's has its codes.
+    std::optional<State<N>> last;
     for (std::size_t k = 0; k < insns.size(); ++k) {
-        State<N> s = before[k];
+        State<N> s = reached(k) ? before(k) : State<N>{};
         if (const Row* r = p.row_at(k); s.reached && r != nullptr) anchor(s, *r, abi, stats);
-        for (std::size_t i = 0; i < nregs; ++i) {
-            codes[i] = encode_rule(s, i, abi.red_zone);
-            codes[nregs + i] = encode_second(s, i, abi.red_zone);
-            if (copies) codes[2 * nregs + i] = encode_copy(s, i);
-        }
-        const bool same_as_last =
-            !out.change_offsets.empty() &&
-            std::equal(codes.begin(), codes.end(),
-                       out.change_codes.end() - static_cast<std::ptrdiff_t>(out.width));
-        if (!same_as_last) {
-            out.change_offsets.push_back(p.offsets[k]);
-            out.change_codes.insert(out.change_codes.end(), codes.begin(), codes.end());
+        if (!last || !(*last == s)) {
+            for (std::size_t i = 0; i < nregs; ++i) {
+                codes[i] = encode_rule(s, i, abi.red_zone);
+                codes[nregs + i] = encode_second(s, i, abi.red_zone);
+                if (copies) codes[2 * nregs + i] = encode_copy(s, i);
+            }
+            const bool same_as_last =
+                !out.change_offsets.empty() &&
+                std::equal(codes.begin(), codes.end(),
+                           out.change_codes.end() - static_cast<std::ptrdiff_t>(out.width));
+            if (!same_as_last) {
+                out.change_offsets.push_back(p.offsets[k]);
+                out.change_codes.insert(out.change_codes.end(), codes.begin(), codes.end());
+            }
+            last = s;
         }
         if (insns[k].padding && !s.reached) out.never_run.push_back(p.offsets[k]);
     }
@@ -564,7 +587,7 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     const Pass pass{abi,   decoded,     seen,  row_of, out.offsets_,
                     start, code.size(), facts, limits, out.registers_.first(nregs)};
     Solution solution;
-    const bool solved = nregs <= 8 ? solve<8>(pass, out.stats_, solution)
+    const bool solved = nregs <= 5 ? solve<5>(pass, out.stats_, solution)
                                    : solve<max_registers>(pass, out.stats_, solution);
     if (!solved)
         return Error(Errc::Unsupported,
