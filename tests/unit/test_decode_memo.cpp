@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The callee-saved analysis's decoding memo (core/src/callee_saved/
 // decode_memo.hpp): what it gives is what Capstone decodes, instruction by
-// instruction, at every address.
+// instruction, at every address, for x86-64 and AArch64 code.
 #include "../../core/src/callee_saved/decode_memo.hpp"
 #include "../../core/src/callee_saved/instruction.hpp"
 #include "catch.hpp"
@@ -94,6 +94,75 @@ TEST_CASE("decode memo: SQLite's functions decode the same with it, at their sta
         // that end a decode (Capstone cannot decode them either).
         CHECK(memo.hits() + memo.misses() >= instructions);
     }
+}
+
+TEST_CASE("decode memo: AArch64 functions decode the same with it, at their starts and one "
+          "instruction in",
+          "[callee_saved]") {
+    // Static programs: their glibc's functions too (by their symbols: the
+    // .sframe section covers the program's own only).
+    const auto bin = test::source_dir() / "tests" / "fixtures" / "bin" / "gas-2.47-aarch64";
+    const auto tracked = untracked_callee_saved(abi_aarch64(ByteOrder::Little));
+    for (const char* name : {"recurse-O2-fp-static", "recurse-O2-nofp-pac-static"}) {
+        INFO(name);
+        const elf::ElfFile file = test::open_elf((bin / name).string());
+        DecodeMemo memo;
+        std::size_t instructions = 0;
+        std::size_t branches = 0;
+        for (const elf::Symbol& symbol : file.function_symbols()) {
+            if (symbol.size < 8) continue;
+            auto bytes = file.loaded_bytes(symbol.value, symbol.size);
+            if (!bytes) continue;
+            // One instruction in: another address for every encoding, the
+            // targets of its branches with it.
+            for (const std::size_t skip : {std::size_t{0}, std::size_t{4}}) {
+                const auto code = bytes->subspan(skip);
+                Code want;
+                Code got;
+                const bool want_ok = decode_aarch64(ByteOrder::Little, symbol.value + skip, code,
+                                                    tracked, want, nullptr);
+                const bool got_ok = decode_aarch64(ByteOrder::Little, symbol.value + skip, code,
+                                                   tracked, got, &memo);
+                REQUIRE(got_ok == want_ok);
+                require_same(want, got);
+                instructions += want.instructions.size();
+                for (const Instruction& in : want.instructions)
+                    if (in.flow == Flow::Branch || in.flow == Flow::Jump || in.direct_call)
+                        ++branches;
+            }
+        }
+        CHECK(instructions > 100000);
+        CHECK(branches > 10000);
+        CHECK(memo.hits() > instructions / 2);
+    }
+}
+
+TEST_CASE("decode memo: the other byte order forgets what it holds", "[callee_saved]") {
+    const auto tracked = untracked_callee_saved(abi_aarch64(ByteOrder::Little));
+    // stp x19, x20, [sp, #16] in little-endian order; the same four bytes
+    // in big-endian order are another instruction.
+    const std::vector<std::uint8_t> code = {0xf3, 0x53, 0x01, 0xa9};
+    DecodeMemo memo;
+    Code first;
+    REQUIRE(decode_aarch64(ByteOrder::Little, 0x1000, code, tracked, first, &memo));
+    REQUIRE(first.instructions.size() == 1);
+    CHECK(first.instructions[0].saves == 2);
+    Code want;
+    Code got;
+    const bool want_ok = decode_aarch64(ByteOrder::Big, 0x1000, code, tracked, want, nullptr);
+    const bool got_ok = decode_aarch64(ByteOrder::Big, 0x1000, code, tracked, got, &memo);
+    CHECK(got_ok == want_ok);
+    CHECK(memo.hits() == 0);
+    require_same(want, got);
+    // Little-endian again: the memo starts over, and has it the time after.
+    for (int pass = 0; pass < 2; ++pass) {
+        Code fresh;
+        Code again;
+        REQUIRE(decode_aarch64(ByteOrder::Little, 0x2000, code, tracked, fresh, nullptr));
+        REQUIRE(decode_aarch64(ByteOrder::Little, 0x2000, code, tracked, again, &memo));
+        require_same(fresh, again);
+    }
+    CHECK(memo.hits() == 1);
 }
 
 TEST_CASE("decode memo: a branch's and a call's target follow the address", "[callee_saved]") {

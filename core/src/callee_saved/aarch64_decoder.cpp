@@ -10,6 +10,7 @@
 // branches (the AArch64 destination). Compares are the exception the other
 // way: Capstone 4 and 5 list `cmp w19, w0` as writing w19, which it only reads.
 #include "capstone_decoding.hpp"
+#include "decode_memo.hpp"
 #include "instruction.hpp"
 
 #include <array>
@@ -367,7 +368,7 @@ class Reducer {
 } // namespace
 
 bool decode_aarch64(ByteOrder order, std::uint64_t start, std::span<const std::uint8_t> code,
-                    std::span<const std::uint16_t> tracked, Code& out) {
+                    std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo) {
     thread_local CapstoneHandle little(CS_ARCH_ARM64, CS_MODE_LITTLE_ENDIAN);
     thread_local CapstoneHandle big(CS_ARCH_ARM64, CS_MODE_BIG_ENDIAN);
     const CapstoneHandle& handle = order == ByteOrder::Big ? big : little;
@@ -383,8 +384,25 @@ bool decode_aarch64(ByteOrder order, std::uint64_t start, std::span<const std::u
     else
         warm_up(handle, warmed_little, sample_little);
     const Reducer reducer(handle.get(), tracked);
-    return decode_each(handle, start, code,
-                       [&](const cs_insn& insn) { reducer.reduce(insn, out); });
+    if (!memo)
+        return decode_each(handle, start, code,
+                           [&](const cs_insn& insn) { reducer.reduce(insn, out); });
+    // What the reduction reads of an instruction besides its bytes is its
+    // address, for a branch's target (an ADR's or ADRP's result is only a
+    // register written): the memo holds AArch64 instructions as it holds
+    // x86-64 ones.
+    memo->track(order == ByteOrder::Big ? MemoDecoder::AArch64Big : MemoDecoder::AArch64Little,
+                tracked);
+    return decode_each(
+        handle, start, code,
+        [&](const cs_insn& insn) {
+            reducer.reduce(insn, out);
+            memo->remember(std::span<const std::uint8_t>(insn.bytes, insn.size), out);
+        },
+        no_bytes,
+        [&](std::uint64_t address, std::span<const std::uint8_t> rest) {
+            return memo->find(address, rest, out);
+        });
 }
 
 } // namespace sfunwind::callee_saved::detail

@@ -31,10 +31,11 @@ bool narrow(std::int64_t v, std::int32_t& out) {
 
 } // namespace
 
-void DecodeMemo::track(std::span<const std::uint16_t> tracked) {
-    const bool same = tracked.size() == tracked_count_ &&
+void DecodeMemo::track(MemoDecoder decoder, std::span<const std::uint16_t> tracked) {
+    const bool same = decoder == decoder_ && tracked.size() == tracked_count_ &&
                       std::equal(tracked.begin(), tracked.end(), tracked_.begin());
     if (same) return;
+    decoder_ = decoder;
     entries_.clear();
     lengths_.clear();
     single_.fill(false);

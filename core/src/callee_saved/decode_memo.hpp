@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Decoded instructions remembered by their encoding, so that an encoding a
-// module repeats is decoded with Capstone once.
+// module repeats is decoded with Capstone once (x86-64 and AArch64 code).
 //
 // Why: Capstone 4 decodes an x86-64 instruction with details in about 3,300
 // host instructions (it formats the instruction's text whether asked or
@@ -13,8 +13,9 @@
 // wherever it is, whatever follows it. What differs is the address and what
 // is relative to it: a direct branch's or call's target (kept here as its
 // distance from the instruction). The reduced form (Instruction) is a
-// function of the encoding, the address and the tracked registers; a memo
-// holds the instructions of one list of tracked registers.
+// function of the encoding, the address, the decoder (architecture and byte
+// order) and the tracked registers; a memo holds the instructions of one
+// decoder and one list of tracked registers.
 #pragma once
 
 #include "instruction.hpp"
@@ -27,6 +28,10 @@
 
 namespace sfunwind::callee_saved::detail {
 
+// The decoders whose instructions a memo holds: the same bytes are other
+// instructions to another architecture or byte order.
+enum class MemoDecoder : std::uint8_t { None, X86_64, AArch64Little, AArch64Big };
+
 class DecodeMemo {
   public:
     // The longest encoding (x86-64: 15 bytes, SDM vol. 2 section 2.3.11).
@@ -38,9 +43,9 @@ class DecodeMemo {
     // allocated at the first remember().
     explicit DecodeMemo(unsigned bits = 15) : bits_(bits < 2 ? 2 : bits > 24 ? 24 : bits) {}
 
-    // Forgets every instruction when `tracked` differs from the list the
-    // remembered ones were reduced with.
-    void track(std::span<const std::uint16_t> tracked);
+    // Forgets every instruction when `decoder` or `tracked` differs from
+    // what the remembered ones were decoded and reduced with.
+    void track(MemoDecoder decoder, std::span<const std::uint16_t> tracked);
 
     // When the encoding at the start of `code` is remembered: appends its
     // instruction to `out` at `address` and returns its size. Otherwise 0.
@@ -95,6 +100,7 @@ class DecodeMemo {
     // no encoding with those first bytes has.
     std::vector<std::uint16_t> lengths_;
     std::array<bool, 256> single_{};
+    MemoDecoder decoder_ = MemoDecoder::None;
     std::array<std::uint16_t, 32> tracked_{};
     std::size_t tracked_count_ = 0;
     std::uint64_t hits_ = 0;

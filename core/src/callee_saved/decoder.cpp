@@ -32,7 +32,7 @@ bool decode(const Abi& abi, std::uint64_t start, std::span<const std::uint8_t> c
     case Arch::X86_64:
         return decode_x86_64(start, code, tracked, out, memo);
     case Arch::AArch64:
-        return decode_aarch64(abi.order, start, code, tracked, out);
+        return decode_aarch64(abi.order, start, code, tracked, out, memo);
     case Arch::S390x:
         return decode_s390x(start, code, tracked, out);
     case Arch::Ppc64:

@@ -158,7 +158,7 @@ bool decode(const Abi& abi, std::uint64_t start, std::span<const std::uint8_t> c
 bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
                    std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo);
 bool decode_aarch64(ByteOrder order, std::uint64_t start, std::span<const std::uint8_t> code,
-                    std::span<const std::uint16_t> tracked, Code& out);
+                    std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo);
 bool decode_s390x(std::uint64_t start, std::span<const std::uint8_t> code,
                   std::span<const std::uint16_t> tracked, Code& out);
 

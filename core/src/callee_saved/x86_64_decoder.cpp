@@ -402,7 +402,7 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
     if (!memo)
         return decode_each(handle, start, code,
                            [&](const cs_insn& insn) { reducer.reduce(insn, out); });
-    memo->track(tracked);
+    memo->track(MemoDecoder::X86_64, tracked);
     return decode_each(
         handle, start, code,
         [&](const cs_insn& insn) {
