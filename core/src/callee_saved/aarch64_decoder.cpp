@@ -384,25 +384,14 @@ bool decode_aarch64(ByteOrder order, std::uint64_t start, std::span<const std::u
     else
         warm_up(handle, warmed_little, sample_little);
     const Reducer reducer(handle.get(), tracked);
-    if (!memo)
-        return decode_each(handle, start, code,
-                           [&](const cs_insn& insn) { reducer.reduce(insn, out); });
     // What the reduction reads of an instruction besides its bytes is its
     // address, for a branch's target (an ADR's or ADRP's result is only a
     // register written): the memo holds AArch64 instructions as it holds
     // x86-64 ones.
-    memo->track(order == ByteOrder::Big ? MemoDecoder::AArch64Big : MemoDecoder::AArch64Little,
-                tracked);
-    return decode_each(
-        handle, start, code,
-        [&](const cs_insn& insn) {
-            reducer.reduce(insn, out);
-            memo->remember(std::span<const std::uint8_t>(insn.bytes, insn.size), out);
-        },
-        no_bytes,
-        [&](std::uint64_t address, std::span<const std::uint8_t> rest) {
-            return memo->find(address, rest, out);
-        });
+    return decode_each_remembered(
+        handle, start, code, memo,
+        order == ByteOrder::Big ? MemoDecoder::AArch64Big : MemoDecoder::AArch64Little, tracked,
+        out, [&](const cs_insn& insn) { reducer.reduce(insn, out); });
 }
 
 } // namespace sfunwind::callee_saved::detail

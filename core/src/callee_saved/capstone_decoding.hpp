@@ -4,6 +4,9 @@
 // among the tracked ones.
 #pragma once
 
+#include "decode_memo.hpp"
+#include "instruction.hpp"
+
 #include <capstone/capstone.h>
 #include <cstdint>
 #include <memory>
@@ -100,6 +103,28 @@ template <class Reduce>
 bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
                  std::span<const std::uint8_t> code, Reduce&& reduce) {
     return decode_each(handle, start, code, std::forward<Reduce>(reduce), no_bytes);
+}
+
+// decode_each() through `memo`, when there is one: an encoding the memo
+// holds is given without Capstone (appended to `out`), and each instruction
+// Capstone decodes is remembered after reduce(insn) appended it to `out`.
+template <class Reduce>
+bool decode_each_remembered(const CapstoneHandle& handle, std::uint64_t start,
+                            std::span<const std::uint8_t> code, DecodeMemo* memo,
+                            MemoDecoder decoder, std::span<const std::uint16_t> tracked, Code& out,
+                            Reduce&& reduce) {
+    if (!memo) return decode_each(handle, start, code, std::forward<Reduce>(reduce));
+    memo->track(decoder, tracked);
+    return decode_each(
+        handle, start, code,
+        [&](const cs_insn& insn) {
+            reduce(insn);
+            memo->remember(std::span<const std::uint8_t>(insn.bytes, insn.size), out);
+        },
+        no_bytes,
+        [&](std::uint64_t address, std::span<const std::uint8_t> rest) {
+            return memo->find(address, rest, out);
+        });
 }
 
 // Decodes `sample` once in the process (`once`), with details: before any

@@ -399,20 +399,8 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
     static std::once_flag warmed;
     warm_up(handle, warmed, sample);
     const Reducer reducer(handle.get(), tracked);
-    if (!memo)
-        return decode_each(handle, start, code,
-                           [&](const cs_insn& insn) { reducer.reduce(insn, out); });
-    memo->track(MemoDecoder::X86_64, tracked);
-    return decode_each(
-        handle, start, code,
-        [&](const cs_insn& insn) {
-            reducer.reduce(insn, out);
-            memo->remember(std::span<const std::uint8_t>(insn.bytes, insn.size), out);
-        },
-        no_bytes,
-        [&](std::uint64_t address, std::span<const std::uint8_t> rest) {
-            return memo->find(address, rest, out);
-        });
+    return decode_each_remembered(handle, start, code, memo, MemoDecoder::X86_64, tracked, out,
+                                  [&](const cs_insn& insn) { reducer.reduce(insn, out); });
 }
 
 } // namespace sfunwind::callee_saved::detail
