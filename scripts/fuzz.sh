@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # fuzz.sh: build the libFuzzer targets (CMake preset "fuzz": clang, ASan +
-# UBSan), seed them (fuzz/seed.sh) and run each for SECONDS, one after the
-# other (never two fuzzers at once: they would share the machine's cores).
+# UBSan), seed them (fuzz/seed.sh) and run each for SECONDS, JOBS targets at
+# a time (each fuzzer is one process on one core, so JOBS = the core count
+# gives each its own core).
 #
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  per target, default 60 (-max_total_time)
@@ -18,37 +19,44 @@
 #
 # The corpus each target grows is kept in build/fuzz/corpus/TARGET/ between
 # runs; the seeds are rebuilt each time. Environment: JOBS (build
-# parallelism, default 2), FUZZ_TIMEOUT (seconds one input may take, default 25).
+# parallelism and fuzzers at once, default: the core count), FUZZ_TIMEOUT
+# (seconds one input may take, default 25).
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 seconds=${1:-60}
 shift || true
 targets=("$@")
 ((${#targets[@]} > 0)) || targets=(fuzz_section fuzz_lookup fuzz_step fuzz_elf fuzz_tbtab fuzz_convert fuzz_callee_saved)
 build=$repo/build/fuzz
 timeout=${FUZZ_TIMEOUT:-25}
+at_once=${JOBS:-$(nproc)}
 
-[[ "$seconds" =~ ^[0-9]+$ ]] && ((seconds > 0)) || { echo "fuzz.sh: SECONDS must be a positive integer" >&2; exit 2; }
+if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds == 0)); then
+    echo "fuzz.sh: SECONDS must be a positive integer" >&2
+    exit 2
+fi
 
 echo "=== fuzz: build (preset fuzz)"
 cmake --preset fuzz >/dev/null || exit 1
-cmake --build --preset fuzz -j "${JOBS:-2}" --target "${targets[@]}" || exit 1
+cmake --build --preset fuzz -j "$at_once" --target "${targets[@]}" || exit 1
 echo "=== fuzz: seeds"
 fuzz/seed.sh "$build/seeds" || exit 1
 
 # Leaks inside elfutils are reported upstream, not here (fuzz/lsan.supp).
 export LSAN_OPTIONS="suppressions=$repo/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-crashed=0
-summary=()
-for t in "${targets[@]}"; do
-    corpus=$build/corpus/$t
-    crashes=$build/crashes/$t
-    log=$build/logs/$t.log
+results=$build/results
+rm -rf "$results"
+mkdir -p "$results"
+
+# fuzz_one TARGET: run TARGET for SECONDS; write its summary line (and, on a
+# crash, the details) to $results/TARGET.
+fuzz_one() {
+    local t=$1 corpus=$build/corpus/$1 crashes=$build/crashes/$1 log=$build/logs/$1.log
+    local before rc execs rate cov found new line
     mkdir -p "$corpus" "$crashes" "$(dirname "$log")"
     before=$(find "$crashes" -type f | sort)
-    echo "=== fuzz: $t for ${seconds} s (log: ${log#"$repo"/})"
     "$build/fuzz/$t" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=4096 \
         -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" "$build/seeds/$t" >"$log" 2>&1
     rc=$?
@@ -60,15 +68,31 @@ for t in "${targets[@]}"; do
     if ((rc != 0 && new == 0)); then new=1; fi # a crash libFuzzer could not save
     line=$(printf '%-13s executions %10s  exec/s %7s  cov %6s  crashes %d' "$t" "${execs:-?}" "${rate:-?}" \
         "${cov:-?}" "$new")
-    echo "$line"
-    summary+=("$line")
-    if ((new > 0)); then
-        crashed=1
-        grep -m 3 -E 'ERROR|runtime error|property violated' "$log" | sed 's/^/    /'
-        while read -r f; do
-            [[ -n "$f" ]] && echo "    input: ${f#"$repo"/}   reproduce: build/fuzz/fuzz/$t ${f#"$repo"/}"
-        done <<<"$found"
-    fi
+    {
+        echo "$line"
+        if ((new > 0)); then
+            grep -m 3 -E 'ERROR|runtime error|property violated' "$log" | sed 's/^/    /'
+            while read -r f; do
+                [[ -n "$f" ]] && echo "    input: ${f#"$repo"/}   reproduce: build/fuzz/fuzz/$t ${f#"$repo"/}"
+            done <<<"$found"
+        fi
+    } >"$results/$t"
+    ((new == 0))
+}
+
+for t in "${targets[@]}"; do
+    while (($(jobs -rp | wc -l) >= at_once)); do wait -n; done
+    echo "=== fuzz: $t for ${seconds} s (log: build/fuzz/logs/$t.log)"
+    fuzz_one "$t" &
+done
+wait
+
+crashed=0
+summary=()
+for t in "${targets[@]}"; do
+    [[ -s "$results/$t" ]] || echo "$t: no result (the fuzzer's script failed)" >"$results/$t"
+    summary+=("$(cat "$results/$t")")
+    grep -q 'crashes [1-9]\|no result' "$results/$t" && crashed=1
 done
 
 echo
