@@ -10,6 +10,7 @@
 #include "sfunwind/elf/elf_file.hpp"
 #include "support.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -267,8 +268,32 @@ TEST_CASE("callee-saved: a mid-function return keeps the saves of the code after
     REQUIRE(f);
     CHECK(f->at(0x200b, rbx) == RegRule::at_cfa(-16));
     CHECK(f->at(0x2006, rbx) == RegRule::same_value(RegRule::Source::Fre));
-    // The padding is never run: no answer.
-    CHECK(f->at(0x2007, rbx).kind == RegRule::Kind::Undefined);
+    // The padding is never run (never a frame's pc). It takes the rules of
+    // the instruction after it, which a path through it would reach with
+    // the same registers, rather than a change to Undefined and back.
+    CHECK(f->never_run(0x2007));
+    CHECK_FALSE(f->never_run(0x2008));
+    // 8: rbx still holds the caller's value, and its slot too.
+    CHECK(f->at(0x2008, rbx).kind == RegRule::Kind::SameValue);
+    CHECK(f->slot_at(0x2008, 0) == -16);
+    CHECK(f->at(0x2007, rbx) == f->at(0x2008, rbx));
+    CHECK(f->slot_at(0x2007, 0) == -16);
+    const auto changes = f->change_starts();
+    CHECK(std::find(changes.begin(), changes.end(), 0x2008) == changes.end());
+}
+
+TEST_CASE("callee-saved: padding at a function's end has no rules", "[callee_saved]") {
+    // 0: push rbx; 1: pop rbx; 2: ret; 3: nop; 4: int3
+    const std::vector<std::uint8_t> code = {0x53, 0x5b, 0xc3, 0x90, 0xcc};
+    auto f = FunctionRules::analyse(
+        abi_amd64(), 0x3000, code,
+        rows_of({{0x3000, 0x3001, 8}, {0x3001, 0x3002, 16}, {0x3002, 0x3005, 8}}));
+    REQUIRE(f);
+    CHECK(f->at(0x3002, rbx) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(f->never_run(0x3003));
+    CHECK(f->never_run(0x3004));
+    CHECK(f->at(0x3003, rbx).kind == RegRule::Kind::Undefined);
+    CHECK(f->at(0x3004, rbx).kind == RegRule::Kind::Undefined);
 }
 
 namespace {

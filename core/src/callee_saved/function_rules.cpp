@@ -461,8 +461,20 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     std::vector<std::int32_t> codes(out.width);
     // The codes are a function of the state: an instruction whose state is
     // its predecessor's has its codes.
+    // Padding no path runs takes the rules of the instruction after it: a
+    // nop or int3 changes no register, so a path that did run it would come
+    // to that instruction with the same registers. Undefined there instead
+    // would add two rule changes at each such run (a third of a big
+    // program's debug file); the CFI of GCC and clang gives padding rules
+    // too, those of the code before it.
     std::optional<State<N>> last;
+    std::optional<std::uint32_t> padding_start; // of the never-run padding before k
     for (std::size_t k = 0; k < insns.size(); ++k) {
+        if (insns[k].padding && !reached(k)) {
+            out.never_run.push_back(p.offsets[k]);
+            if (!padding_start) padding_start = p.offsets[k];
+            if (k + 1 < insns.size()) continue; // its rules are the next instruction's
+        }
         State<N> s = reached(k) ? before(k) : State<N>{};
         if (const Row* r = p.row_at(k); s.reached && r != nullptr) anchor(s, *r, abi, stats);
         if (!last || !(*last == s)) {
@@ -476,12 +488,12 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
                 std::equal(codes.begin(), codes.end(),
                            out.change_codes.end() - static_cast<std::ptrdiff_t>(out.width));
             if (!same_as_last) {
-                out.change_offsets.push_back(p.offsets[k]);
+                out.change_offsets.push_back(padding_start.value_or(p.offsets[k]));
                 out.change_codes.insert(out.change_codes.end(), codes.begin(), codes.end());
             }
             last = s;
         }
-        if (insns[k].padding && !s.reached) out.never_run.push_back(p.offsets[k]);
+        padding_start.reset();
     }
     return true;
 }

@@ -179,7 +179,9 @@ class FunctionRules {
     // from one to the next (and to decoded_end()).
     std::vector<std::uint64_t> change_starts() const;
     // Whether the instruction at `pc` is alignment padding (nop, int3) no
-    // path runs: it is never a frame's pc, and has no rules.
+    // path runs: it is never a frame's pc. Its rules are not proven: they
+    // are those of the first instruction after its padding (which changes no
+    // register), or Undefined at the function's end.
     bool never_run(std::uint64_t pc) const noexcept;
     // The end of the decoded code: from there to the function's end, at()
     // gives Undefined for all.
