@@ -6,6 +6,8 @@
 #
 # Usage: scripts/sid-build.sh TARGET...
 #   e.g. scripts/sid-build.sh sfunwind sfunwind_unit_tests sfunwind_gdb sfunwind_lldb
+#        scripts/sid-build.sh --dir    print the build directory (where the
+#                                      suites find what was built)
 #
 # The build: build/sid (or $SID_BUILD, a path inside the repository, which
 # the chroot sees at the same path), GCC 16, RelWithDebInfo, -Werror, every
@@ -17,7 +19,11 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${SID_BUILD:-$repo/build/sid}
 jobs=${JOBS:-$(nproc)}
-(($# > 0)) || { echo "usage: scripts/sid-build.sh TARGET..." >&2; exit 2; }
+(($# > 0)) || { echo "usage: scripts/sid-build.sh TARGET... | --dir" >&2; exit 2; }
+if [[ "$1" == --dir ]]; then
+  echo "$build"
+  exit 0
+fi
 
 # shellcheck disable=SC2016 # $1, $2 and $@ are the inner shell's arguments
 exec "$repo/scripts/sid-chroot.sh" run -- bash -c '

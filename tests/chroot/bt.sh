@@ -8,7 +8,7 @@
 # shared library.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${SID_BUILD:-$repo/build/sid}
+build=$("$repo/scripts/sid-build.sh" --dir)
 "$repo/scripts/sid-build.sh" sfunwind sfunwind_unit_tests
 exec "$repo/scripts/sid-chroot.sh" run -- bash -c '
   set -euo pipefail

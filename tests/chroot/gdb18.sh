@@ -18,7 +18,7 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${SID_BUILD:-$repo/build/sid}
+build=$("$repo/scripts/sid-build.sh" --dir)
 quick=()
 [[ "${SFUNWIND_GDB18_QUICK:-0}" == 1 ]] && quick=(--quick)
 

@@ -25,7 +25,7 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${SID_BUILD:-$repo/build/sid}
+build=$("$repo/scripts/sid-build.sh" --dir)
 host_plugin=${HOST_PLUGIN:-$repo/build/default/plugin/libsfunwind_lldb.so}
 
 inner=$(cat <<INNER
