@@ -10,7 +10,8 @@
 #                                      suites find what was built)
 #
 # The build: build/sid (or $SID_BUILD, a path inside the repository, which
-# the chroot sees at the same path), GCC 16, RelWithDebInfo, -Werror, every
+# the chroot sees at the same path), GCC 16, RelWithDebInfo with line tables
+# only (SFUNWIND_DEBUG_INFO=lines: the suites need no more), -Werror, every
 # component on (the GDB bridge against sid's libdw and Python, the LLDB
 # plugin against liblldb-23-dev). Environment: JOBS (default: the core count).
 # Exit status: non-zero if the configure or the build failed.
@@ -30,6 +31,7 @@ exec "$repo/scripts/sid-chroot.sh" run -- bash -c '
   set -euo pipefail
   build=$1 jobs=$2
   shift 2
-  cmake -S "'"$repo"'" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSFUNWIND_WERROR=ON >/dev/null
+  cmake -S "'"$repo"'" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSFUNWIND_WERROR=ON \
+    -DSFUNWIND_DEBUG_INFO=lines >/dev/null
   cmake --build "$build" -j "$jobs" --target "$@"
 ' sid-build "$build" "$jobs" "$@"
