@@ -305,17 +305,18 @@ CfaTranslation translate_cfa(const Dwarf_Op* ops, std::size_t nops) {
         return t;
     };
     if (nops == 0 || ops == nullptr) return unrepresentable("no CFA rule (undefined CFA)");
-    const std::string text = describe_ops(ops, nops);
+    // The operations' text only for a rule that has no Row form.
+    auto text = [&] { return describe_ops(ops, nops); };
     const Evaluation e = evaluate(ops, nops);
-    if (!e.result) return unrepresentable("CFA is a DWARF expression (" + e.why + "): " + text);
+    if (!e.result) return unrepresentable("CFA is a DWARF expression (" + e.why + "): " + text());
     // A CFA expression computes the CFA's value (DWARF 5 section 6.4.2.2);
     // a trailing DW_OP_stack_value would be redundant but harmless.
     const Value& v = e.result->top;
     if (e.result->in_register || v.base != Value::Base::Reg)
-        return unrepresentable("CFA is a DWARF expression not based on a register: " + text);
+        return unrepresentable("CFA is a DWARF expression not based on a register: " + text());
     const auto reg = as_register(v.reg);
     const auto off = as_offset(v.offset);
-    if (!reg || !off) return unrepresentable("CFA register or offset out of range: " + text);
+    if (!reg || !off) return unrepresentable("CFA register or offset out of range: " + text());
     t.rule = CfaRule{*reg, *off, v.deref};
     return t;
 }
@@ -335,26 +336,29 @@ RegTranslation translate_register(const Dwarf_Op* ops, std::size_t nops) {
     // DW_OP_call_frame_cfa that DWARF 5 section 6.4.2.3 implies (the CFA is
     // pushed first) in front of the file's operations; quote only the latter.
     const bool pushed_cfa = nops > 1 && ops[0].atom == DW_OP_call_frame_cfa;
-    const std::string text = pushed_cfa ? describe_ops(ops + 1, nops - 1) : describe_ops(ops, nops);
+    auto text = [&] {
+        return pushed_cfa ? describe_ops(ops + 1, nops - 1) : describe_ops(ops, nops);
+    };
     const Evaluation e = evaluate(ops, nops);
-    if (!e.result) return unrepresentable("a DWARF expression (" + e.why + "): " + text);
+    if (!e.result) return unrepresentable("a DWARF expression (" + e.why + "): " + text());
     const Result& r = *e.result;
     const Value& v = r.top;
     const auto off = as_offset(v.offset);
     const auto reg = as_register(v.reg);
-    if (!off || !reg) return unrepresentable("register or offset out of range: " + text);
+    if (!off || !reg) return unrepresentable("register or offset out of range: " + text());
     using K = RegRule::Kind;
     if (r.in_register) {
         t.rule = RegRule{K::ValReg, *reg, 0, RegRule::Source::Fre};
         return t;
     }
-    if (v.base == Value::Base::None) return unrepresentable("a constant address or value: " + text);
+    if (v.base == Value::Base::None)
+        return unrepresentable("a constant address or value: " + text());
     const bool cfa = v.base == Value::Base::Cfa;
     // A location (no DW_OP_stack_value) is where the value is saved; a value
     // read through memory is the same as a location that is not.
     K kind;
     if (!r.is_value) {
-        if (v.deref) return unrepresentable("a location read through memory: " + text);
+        if (v.deref) return unrepresentable("a location read through memory: " + text());
         kind = cfa ? K::AtCfa : K::AtReg;
     } else {
         kind = v.deref ? (cfa ? K::AtCfa : K::AtReg) : (cfa ? K::ValCfa : K::ValReg);

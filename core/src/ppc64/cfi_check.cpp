@@ -69,24 +69,24 @@ Verdict fp_verdict(const RowDetail& t, const RegRule& c) {
     return Verdict::Different;
 }
 
+Verdict row_verdict(const RowDetail& t, const cfi::CfiRow& c) {
+    if (c.rules.outermost || c.rules.ra.kind == RegRule::Kind::Undefined) return Verdict::Outermost;
+    if (!c.representable()) return Verdict::Different;
+    return worst(worst(cfa_verdict(t, c.rules.cfa), ra_verdict(t, c.rules.ra)),
+                 fp_verdict(t, c.rules.fp));
+}
+
 } // namespace
 
 CfiCheckEntry compare_row(const RowDetail& t, const cfi::CfiRow& c, const Abi& abi) {
     CfiCheckEntry e;
+    e.verdict = row_verdict(t, c);
     e.message = "table " + describe(t.row, abi) + "; CFI " + describe(c.rules, abi);
-    if (c.rules.outermost || c.rules.ra.kind == RegRule::Kind::Undefined) {
-        e.verdict = Verdict::Outermost;
+    if (e.verdict == Verdict::Outermost)
         e.message += " (CFI marks the outermost frame; tables cannot)";
-        return e;
-    }
-    if (!c.representable()) {
-        e.verdict = Verdict::Different;
+    else if (!c.representable())
         e.message += " (CFI rule has no Row form: " + c.cfa_state.reason + c.ra_state.reason +
                      c.fp_state.reason + ")";
-        return e;
-    }
-    e.verdict = worst(worst(cfa_verdict(t, c.rules.cfa), ra_verdict(t, c.rules.ra)),
-                      fp_verdict(t, c.rules.fp));
     return e;
 }
 
@@ -114,21 +114,28 @@ CfiCheckResult check_against_cfi(const TracebackIndex& index, const Listing& tab
                 }
                 any = true;
                 ++out.instructions;
-                CfiCheckEntry e = compare_row(d, *c, index.abi());
-                e.pc = pc;
-                e.function = name;
+                // The verdict alone for most instructions: the entry's text
+                // is built only for those kept.
+                const Verdict verdict = row_verdict(d, *c);
+                auto entry = [&] {
+                    CfiCheckEntry e = compare_row(d, *c, index.abi());
+                    e.pc = pc;
+                    e.function = name;
+                    return e;
+                };
                 const bool analysed = d.origin == FrameAnalysis::Origin::Code ||
                                       d.origin == FrameAnalysis::Origin::Indirect;
                 if (!analysed) {
                     ++out.unanalysed;
-                    if (e.verdict == Verdict::Different) {
+                    if (verdict == Verdict::Different) {
                         ++out.unanalysed_different;
+                        CfiCheckEntry e = entry();
                         e.message += " (not reached by the frame analysis: the table's body state)";
                         out.entries.push_back(std::move(e));
                         continue;
                     }
                 }
-                switch (e.verdict) {
+                switch (verdict) {
                 case Verdict::Same:
                     ++out.same;
                     break;
@@ -142,9 +149,9 @@ CfiCheckResult check_against_cfi(const TracebackIndex& index, const Listing& tab
                     ++out.outermost;
                     break;
                 }
-                if (e.verdict == Verdict::Different || e.verdict == Verdict::Outermost ||
-                    (e.verdict == Verdict::Equivalent && options.keep_equivalent))
-                    out.entries.push_back(std::move(e));
+                if (verdict == Verdict::Different || verdict == Verdict::Outermost ||
+                    (verdict == Verdict::Equivalent && options.keep_equivalent))
+                    out.entries.push_back(entry());
             }
         }
         if (any) ++out.functions;
