@@ -39,6 +39,12 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds == 0)); then
 fi
 
 echo "=== fuzz: build (preset fuzz)"
+# The preset builds with Ninja, which builds the targets in parallel (CMake's
+# Makefiles build the targets named one after another). A tree another
+# generator configured is configured afresh; its corpus stays.
+if [[ -f "$build/CMakeCache.txt" ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$build/CMakeCache.txt"; then
+    rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+fi
 cmake --preset fuzz >/dev/null || exit 1
 cmake --build --preset fuzz -j "$at_once" --target "${targets[@]}" || exit 1
 echo "=== fuzz: seeds"
