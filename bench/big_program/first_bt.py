@@ -15,8 +15,8 @@ For each debugger found (GDB: --gdb, LLDB: --lldb):
          (the other LLDB cases share one cache, under --work).
 Each case runs --rounds times alternately (CFI, SFrame, CFI, ...); the
 table shows the median wall time and the largest peak RSS (wait4's
-ru_maxrss of the debugger process). The frames of both backtraces, up to
-main, must be the same (function names and count), or the row says
+ru_maxrss of the debugger process). The frames of both backtraces, all of
+them, must be the same (function names and count), or the row says
 DIFFERS.
 
 usage: first_bt.py --dir /var/cache/sfunwind/big-program --gdb gdb
@@ -70,10 +70,6 @@ def frames(text):
         if m and int(m.group(1)) == len(names):
             names.append(m.group(2).split("@")[0])
     return names
-
-
-def up_to_main(names):
-    return names[:names.index("main") + 1] if "main" in names else names
 
 
 def make_core(gdb, program, core):
@@ -171,10 +167,10 @@ def main():
         if not times["cfi"] or not times["sframe"]:
             continue
         a, b = statistics.median(times["cfi"]), statistics.median(times["sframe"])
-        # Up to main: above it, _start of the SFrame-only twin has neither
-        # CFI (removed with .eh_frame) nor SFrame (crt1 is not assembled
-        # with --gsframe), and LLDB guesses a frame more there.
-        fa, fb = up_to_main(frames(text["cfi"])), up_to_main(frames(text["sframe"]))
+        # Every frame: _start of the SFrame-only twin has neither CFI
+        # (removed with .eh_frame) nor SFrame (crt1 is not assembled with
+        # --gsframe); the plugin's debug file ends the stack there.
+        fa, fb = frames(text["cfi"]), frames(text["sframe"])
         same = "%d equal" % len(fa) if fa == fb and fa else "DIFFERS (%d vs %d)" % (len(fa), len(fb))
         print("%-12s %-5s %10.2f %10.2f %7.2f %10.1f %10.1f %7.2f  %s" % (names[debugger], mode, a, b, b / a, rss["cfi"],
                                                                       rss["sframe"], rss["sframe"] / rss["cfi"], same))

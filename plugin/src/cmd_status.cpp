@@ -143,6 +143,7 @@ class StatusCommand final : public Command {
                     j.key("sframe_bytes").value(c.cache.sframe_bytes);
                     j.key("debug_frame_bytes").value(c.cache.debug_frame_bytes);
                     j.key("functions").value(c.cache.functions);
+                    j.key("entry_function").value(c.cache.entry_function != 0);
                     j.key("symbols_added").value(c.cache.symbols_added);
                     j.key("callee_saved_functions").value(c.cache.callee_saved_functions);
                     j.key("skipped_fdes").value(c.cache.skipped_fdes);

@@ -22,7 +22,7 @@ namespace sfunwind::lldb_plugin {
 namespace {
 
 // Bump when the generated files change meaning, so old caches are redone.
-constexpr int generator_version = 4;
+constexpr int generator_version = 5;
 
 std::string env(const char* name) {
     const char* v = std::getenv(name);
@@ -232,6 +232,8 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
         options.callee_saved = callee_saved::module_debug_frame_rules(
             code_file ? *code_file : *file.file, *file.sframe());
     }
+    if (auto start = file.file->entry_function())
+        options.entry_function = cfi::FunctionRange{start->value, start->size};
     auto frame = cfi::write_debug_frame(*file.sframe(), options);
     // The analysis's threads end, then the code it read is given back.
     options.callee_saved = nullptr;
@@ -296,7 +298,8 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
     entry.generated_now = true;
     entry.milliseconds = std::chrono::duration<double, std::milli>(t1 - t0).count();
     entry.debug_frame_bytes = frame->bytes.size();
-    entry.functions = frame->functions.size();
+    for (const auto& fn : frame->functions)
+        (fn.entry_function ? entry.entry_function : entry.functions) += 1;
     entry.symbols_added = written->added_functions;
     for (const auto& fn : frame->functions)
         entry.callee_saved_functions += fn.callee_saved_changes != 0 ? 1U : 0U;

@@ -46,7 +46,8 @@ struct CacheEntry {
     double milliseconds = 0;    // time to translate and write (when generated now)
     std::uint64_t sframe_bytes = 0;
     std::uint64_t debug_frame_bytes = 0;
-    std::uint64_t functions = 0;              // DWARF FDEs written
+    std::uint64_t functions = 0;              // DWARF FDEs written from SFrame FDEs
+    std::uint64_t entry_function = 0;         // 1: an FDE for the process's entry (RA undefined)
     std::uint64_t symbols_added = 0;          // function symbols added for FDEs without one
     std::uint64_t callee_saved_functions = 0; // FDEs with callee-saved rules
     std::uint64_t skipped_fdes = 0;           // SFrame FDEs that could not be read

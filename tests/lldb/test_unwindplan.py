@@ -226,7 +226,7 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
         s.cmd("log disable lldb unwind")
         sp0 = thread.GetFrameAtIndex(0).GetSP()
         got = relative(frames, sp0)
-        ref, _, misaligned = reference(plain, cfi_path, args, start_stack(process), flow == "command")
+        ref, ref_frames, misaligned = reference(plain, cfi_path, args, start_stack(process), flow == "command")
         res.check(label + ": the reference run's stack starts where this run's does (modulo %d)" % STACK_ALIGN,
                   misaligned == 0, "off by %d after %d launches" % (misaligned, REFERENCE_LAUNCHES))
         cov = covered(s, thread, frames)
@@ -285,6 +285,17 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
             if k in cov and got[k][1] != ref[k][1]:
                 bad = "frame %d (%s) CFA sp0%+d, reference sp0%+d" % (k, frames[k][0], got[k][1], ref[k][1])
                 break
+        # Where the walk agreed to its end, it ends no later than the
+        # reference's: the process's entry function is the outermost frame
+        # (no repeated _start above it). It may end earlier, at a frame with
+        # no SFrame FDE and no symbol (a stripped program's _start).
+        if bad is None and end_note is None and len(got) != len(ref):
+            ends = "%d frames ending %s, the reference %d ending %s" % (
+                len(got), [f[0] for f in frames[-2:]], len(ref), [f[0] for f in ref_frames[-2:]])
+            if len(got) > len(ref):
+                bad = ends
+            else:
+                end_note = "LLDB ends first, at a frame without SFrame: " + ends
         res.count("unwindplan stops")
         res.count("unwindplan frames compared", compared)
         if end_note:
@@ -623,11 +634,10 @@ def check_split_debug(plain, s, res, work):
         _, thread = stop_at_trap(s, target, [], by_command=True)
         frames = H.frames_of(thread)
         names = [n for (n, _, _, _) in frames]
-        # Up to main's caller: what lies above (crt's _start, without CFI
-        # here) is LLDB's own business.
-        upto = ref_names.index("main") + 2 if "main" in ref_names else len(ref_names)
-        res.check("split -g: LLDB's bt names the CFI build's frames up to main's caller",
-                  names[:upto] == ref_names[:upto], "%s vs %s" % (names, ref_names))
+        # Every frame, to crt1.o's _start, which has no SFrame: the plugin's
+        # file says it is the outermost frame, as its CFI does.
+        res.check("split -g: LLDB's bt names the CFI build's frames, to the entry point",
+                  names == ref_names, "%s vs %s" % (names, ref_names))
         lvl2 = next((i for (n, _, _, i) in frames if n == "level_2"), None)
         if not res.check("split -g: level_2 is on the stack", lvl2 is not None, repr(names)):
             return
@@ -737,9 +747,8 @@ def check_own_dwarf(plain, s, res, work):
         _, thread = stop_at_trap(s, target, [])
         frames = H.frames_of(thread)
         names = [n for (n, _, _, _) in frames]
-        upto = ref_names.index("main") + 2
-        res.check("own DWARF, LLDB %d: bt names the CFI build's frames" % major, names[:upto] == ref_names[:upto],
-                  "%s vs %s" % (names, ref_names))
+        res.check("own DWARF, LLDB %d: bt names the CFI build's frames, to the entry point" % major,
+                  names == ref_names, "%s vs %s" % (names, ref_names))
         lvl2 = next((i for (n, _, _, i) in frames if n == "level_2"), None)
         buf = level_2_buf(thread, lvl2) if lvl2 is not None else []
         res.check("own DWARF, LLDB %d: frame variable buf in level_2" % major, buf == ref_buf and any(buf),

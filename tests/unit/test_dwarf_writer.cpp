@@ -161,10 +161,10 @@ Where libdw_rule(Dwarf_Frame* frame, unsigned reg, std::uint64_t cfa) {
 class DebugFrameReader {
   public:
     DebugFrameReader(const elf::ElfFile& program, const std::vector<std::uint8_t>& frame,
-                     const std::string& name) {
-        path_ = (std::filesystem::temp_directory_path() /
+                     const std::string& name)
+        : path_((std::filesystem::temp_directory_path() /
                  ("sfunwind-dwarf-writer-" + std::to_string(::getpid()) + "-" + name))
-                    .string();
+                    .string()) {
         elf::DebugFileContents contents;
         contents.debug_frame = frame;
         auto written = elf::write_debug_file(program, contents, path_);
@@ -477,4 +477,99 @@ TEST_CASE("write_debug_frame: rules the fixtures lack") {
         const Counts c = check_section(program, *section, "s390x");
         CHECK(c.rows == 3);
     }
+}
+
+TEST_CASE("write_debug_frame: the process's entry function ends the stack where SFrame lacks it") {
+    // crt1.o's _start is hand-written and carries no SFrame; its own CFI says
+    // the RA is undefined there (glibc's start.S), and so must the FDE the
+    // writer adds for it. Where SFrame covers the entry, SFrame's rows stay.
+    elf_version(EV_CURRENT);
+    std::size_t added = 0;
+    std::size_t covered = 0;
+    for (const auto& rel : fixture_paths()) {
+        INFO(rel);
+        const elf::ElfFile program = open_fixture(rel);
+        const auto entry = program.entry_function();
+        if (rel.ends_with(".so")) {
+            CHECK_FALSE(entry.has_value()); // a library's e_entry is no process's start
+            continue;
+        }
+        REQUIRE(entry.has_value());
+        CHECK(entry->name == "_start");
+        CHECK(entry->value == program.entry());
+        CHECK(entry->size > 0);
+        auto section = program.sframe();
+        if (!section) continue;
+        cfi::DebugFrameOptions options;
+        options.entry_function = cfi::FunctionRange{entry->value, entry->size};
+        auto frame = cfi::write_debug_frame(*section, options);
+        REQUIRE(frame);
+        const auto n =
+            std::count_if(frame->functions.begin(), frame->functions.end(),
+                          [](const cfi::WrittenFunction& w) { return w.entry_function; });
+        if (section->lookup(entry->value)) {
+            CHECK(n == 0);
+            ++covered;
+            continue;
+        }
+        REQUIRE(n == 1);
+        const auto& w =
+            *std::find_if(frame->functions.begin(), frame->functions.end(),
+                          [](const cfi::WrittenFunction& f) { return f.entry_function; });
+        CHECK(w.start == entry->value);
+        CHECK(w.size == entry->size);
+        DebugFrameReader r(program, frame->bytes, "entry-" + std::to_string(added));
+        const Abi& abi = section->abi();
+        for (const std::uint64_t pc : {entry->value, entry->value + entry->size - 1}) {
+            Dwarf_Frame* raw = nullptr;
+            REQUIRE(dwarf_cfi_addrframe(r.cfi(), pc, &raw) == 0);
+            std::unique_ptr<Dwarf_Frame, void (*)(void*)> f(raw, std::free);
+            Dwarf_Addr start = 0;
+            Dwarf_Addr end = 0;
+            bool signal = true;
+            CHECK(dwarf_frame_info(f.get(), &start, &end, &signal) == abi.ra_reg);
+            CHECK(start == entry->value);
+            CHECK(end == entry->value + entry->size);
+            CHECK_FALSE(signal);
+            CHECK(libdw_rule(f.get(), abi.ra_reg, 0).what == Where::What::Undefined);
+            for (const std::uint16_t reg : untracked_callee_saved(abi))
+                CHECK(libdw_rule(f.get(), reg, 0).what == Where::What::Undefined);
+        }
+        // Past the function, the entry's FDE does not reach.
+        Dwarf_Frame* past = nullptr;
+        if (dwarf_cfi_addrframe(r.cfi(), entry->value + entry->size, &past) == 0) {
+            std::unique_ptr<Dwarf_Frame, void (*)(void*)> f(past, std::free);
+            Dwarf_Addr start = 0;
+            Dwarf_Addr end = 0;
+            bool signal = false;
+            dwarf_frame_info(f.get(), &start, &end, &signal);
+            CHECK(start >= entry->value + entry->size);
+        }
+        ++added;
+    }
+    CHECK(added > 50);
+    WARN(added << " entry functions written, " << covered << " covered by SFrame");
+}
+
+TEST_CASE("write_debug_frame: no entry FDE over one SFrame covers in part") {
+    // An SFrame FDE that overlaps the entry function's range (not at its start)
+    // keeps its rows alone: two FDEs over one PC would leave the choice to
+    // the reader.
+    elf_version(EV_CURRENT);
+    const elf::ElfFile program = open_fixture("bin/gas-2.40/recurse-O2-nofp-noeh");
+    auto section = program.sframe();
+    REQUIRE(section);
+    auto first = section->fde(0);
+    REQUIRE(first);
+    cfi::DebugFrameOptions options;
+    options.entry_function = cfi::FunctionRange{first->start - 4, 8};
+    auto frame = cfi::write_debug_frame(*section, options);
+    REQUIRE(frame);
+    CHECK(std::none_of(frame->functions.begin(), frame->functions.end(),
+                       [](const cfi::WrittenFunction& w) { return w.entry_function; }));
+    options.entry_function = cfi::FunctionRange{0, 0}; // no size: nothing to cover
+    frame = cfi::write_debug_frame(*section, options);
+    REQUIRE(frame);
+    CHECK(std::none_of(frame->functions.begin(), frame->functions.end(),
+                       [](const cfi::WrittenFunction& w) { return w.entry_function; }));
 }

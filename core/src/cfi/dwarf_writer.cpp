@@ -4,6 +4,7 @@
 // section 7.24; the rule table is in the header.
 #include "sfunwind/cfi/dwarf_writer.hpp"
 
+#include <algorithm>
 #include <array>
 #include <boost/endian/conversion.hpp>
 #include <cstdio>
@@ -280,6 +281,7 @@ class Writer {
             auto status = write_fde(*fde);
             if (!status) out_.skipped.push_back(std::move(status).error());
         }
+        if (options_.entry_function) write_entry_fde(*options_.entry_function);
         return std::move(out_);
     }
 
@@ -484,6 +486,37 @@ class Writer {
         return ok();
     }
 
+    // The process's entry function, when no FDE written overlaps it: one row,
+    // RA undefined (the outermost frame; DWARF 5 section 6.4.4: an undefined
+    // return address means no caller) and the CFA rule of a function's
+    // first instruction, which nothing unwinds through.
+    void write_entry_fde(const FunctionRange& fn) {
+        if (fn.size == 0 || fn.start > UINT64_MAX - fn.size) return;
+        for (const WrittenFunction& w : out_.functions)
+            if (w.start < fn.start + fn.size && fn.start < w.start + w.size) return;
+        Row r;
+        r.cfa = CfaRule{abi_.sp_reg, -abi_.sp_from_cfa, false};
+        r.ra = RegRule::undefined();
+        r.fp = RegRule::same_value();
+        r.outermost = true;
+        WrittenFunction w;
+        w.start = fn.start;
+        w.size = fn.size;
+        w.entry_function = true;
+        w.rows = 1;
+        const std::size_t start = e_.size();
+        w.offset = start;
+        e_.u32(0); // length
+        e_.u32(cie_for(false, false));
+        e_.u64(fn.start);
+        e_.u64(fn.size);
+        State st;
+        emit_row(st, r, 0);
+        e_.pad_entry(start);
+        e_.patch_u32(start, static_cast<std::uint32_t>(e_.size() - start - 4));
+        out_.functions.push_back(w);
+    }
+
     const sframe::Section& section_;
     const Abi& abi_;
     DebugFrameOptions options_;
@@ -500,7 +533,9 @@ Expected<DebugFrame> write_debug_frame(const sframe::Section& section,
         return Error(Errc::Unsupported,
                      "no DWARF register mapping for " + std::string(section.abi().name));
     DebugFrame out = Writer(section, options).run();
-    if (out.functions.empty() && section.fde_count() != 0)
+    const bool translated = std::any_of(out.functions.begin(), out.functions.end(),
+                                        [](const WrittenFunction& w) { return !w.entry_function; });
+    if (!translated && section.fde_count() != 0)
         return Error(Errc::Malformed, "no FDE of the SFrame section could be translated: " +
                                           out.skipped.front().message());
     return out;

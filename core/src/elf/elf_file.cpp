@@ -81,6 +81,7 @@ struct ElfFile::Impl {
     ByteOrder order = ByteOrder::Little;
     std::uint16_t machine = 0;
     std::uint16_t type = 0;
+    std::uint64_t entry = 0;
     std::vector<ProgramHeader> phdrs;
     std::vector<LoadSegment> loads;
     std::uint64_t link_base = 0;
@@ -200,6 +201,7 @@ Status ElfFile::Impl::read_headers() {
     if (gelf_getehdr(elf, &ehdr) == nullptr) return libelf_error("bad ELF header", 0);
     machine = ehdr.e_machine;
     type = ehdr.e_type;
+    entry = ehdr.e_entry;
 
     // Program headers (gABI "Program Header"). libelf clamps the counts to
     // what fits in the image; a cut file must fail instead, so the header's
@@ -389,6 +391,38 @@ std::uint16_t ElfFile::machine() const noexcept {
 bool ElfFile::is_pie_or_shared() const noexcept {
     return impl_->type == ET_DYN;
 }
+std::uint64_t ElfFile::entry() const noexcept {
+    return impl_->entry;
+}
+std::optional<Symbol> ElfFile::entry_function() const {
+    const bool interp = std::any_of(impl_->phdrs.begin(), impl_->phdrs.end(),
+                                    [](const ProgramHeader& p) { return p.type == PT_INTERP; });
+    const bool program =
+        impl_->type == ET_EXEC || (impl_->type == ET_DYN && impl_->entry != 0 &&
+                                   (interp || (dynamic_info().flags_1 & DF_1_PIE) != 0));
+    if (!program) return std::nullopt;
+    const std::uint64_t entry = impl_->entry;
+    const auto& syms = function_symbols();
+    auto it = std::lower_bound(syms.begin(), syms.end(), entry,
+                               [](const Symbol& s, std::uint64_t a) { return s.value < a; });
+    const auto first = it;
+    for (; it != syms.end() && it->value == entry; ++it)
+        if (it->size != 0) return *it;
+    if (first == it) return std::nullopt;
+    // A symbol without a size (s390x glibc's start.S gives _start none): the
+    // function runs to the next function symbol or the end of its code
+    // section, whichever is first, as no other function's code lies between.
+    const auto code =
+        std::find_if(impl_->sections.begin(), impl_->sections.end(), [&](const SectionInfo& s) {
+            return (s.flags & SHF_EXECINSTR) != 0 && s.vaddr <= entry && entry - s.vaddr < s.size;
+        });
+    if (code == impl_->sections.end()) return std::nullopt;
+    std::uint64_t end = code->vaddr + code->size;
+    if (it != syms.end()) end = std::min(end, it->value);
+    Symbol fn = *first;
+    fn.size = end - entry;
+    return fn;
+}
 const std::vector<LoadSegment>& ElfFile::load_segments() const noexcept {
     return impl_->loads;
 }
@@ -493,6 +527,7 @@ DynamicInfo ElfFile::dynamic_info() const {
             GElf_Dyn dyn;
             if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL)
                 break;
+            if (dyn.d_tag == DT_FLAGS_1) d.flags_1 = dyn.d_un.d_val;
             if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)
                 continue;
             const char* text = elf_strptr(impl_->elf, sec.link, dyn.d_un.d_val);

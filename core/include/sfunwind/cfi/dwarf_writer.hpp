@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -56,12 +57,25 @@ struct CalleeSavedChange {
 using CalleeSavedRules =
     std::function<std::vector<CalleeSavedChange>(std::uint64_t start, std::uint64_t size)>;
 
+// A function given by its link-time range.
+struct FunctionRange {
+    std::uint64_t start = 0;
+    std::uint64_t size = 0;
+};
+
 struct DebugFrameOptions {
     // Mark the callee-saved registers SFrame cannot restore undefined.
     bool undefine_untracked_callee_saved = true;
     // Where each function keeps those registers, when known. Not consulted
     // for PC-mask FDEs (PLT blocks) nor FDEs without FREs.
     CalleeSavedRules callee_saved;
+    // The function the process starts in (elf::ElfFile::entry_function).
+    // When no SFrame FDE overlaps it (crt1.o's _start is hand-written
+    // assembly, without SFrame), an FDE is written for it whose RA is
+    // undefined throughout, the rule its own CFI states (glibc's start.S:
+    // cfi_undefined), so that a debugger ends the stack there instead of
+    // unwinding the entry by guesswork (LLDB: a repeated _start frame).
+    std::optional<FunctionRange> entry_function;
 };
 
 // One DWARF FDE written: the function it describes (link-time addresses).
@@ -69,6 +83,7 @@ struct WrittenFunction {
     std::uint64_t start = 0;
     std::uint64_t size = 0;
     std::uint32_t sframe_fde = 0;           // index of the SFrame FDE it came from
+    bool entry_function = false;            // DebugFrameOptions::entry_function, not SFrame's
     std::uint64_t offset = 0;               // offset of the DWARF FDE in .debug_frame
     std::uint32_t rows = 0;                 // DWARF rows written (PC-mask FDEs: all blocks)
     std::uint32_t callee_saved_changes = 0; // of CalleeSavedRules, used
@@ -77,7 +92,7 @@ struct WrittenFunction {
 
 struct DebugFrame {
     std::vector<std::uint8_t> bytes;        // the .debug_frame section, in the ABI's byte order
-    std::vector<WrittenFunction> functions; // in SFrame FDE order
+    std::vector<WrittenFunction> functions; // in SFrame FDE order, then the entry function's
     // SFrame FDEs that could not be read (each error names the FDE and its
     // offset in the SFrame section); the rest of the section is still written.
     std::vector<Error> skipped;

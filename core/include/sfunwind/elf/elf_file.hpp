@@ -67,11 +67,13 @@ struct SectionInfo {
 
 // What the dynamic section says of the libraries a file needs (gABI
 // "Dynamic Section"): DT_NEEDED names in order, DT_RUNPATH and DT_RPATH as
-// written (empty when absent).
+// written (empty when absent), and the DT_FLAGS_1 bits (DF_1_PIE marks a
+// static PIE, whose ELF type is that of a shared object).
 struct DynamicInfo {
     std::vector<std::string> needed;
     std::string runpath;
     std::string rpath;
+    std::uint64_t flags_1 = 0;
 };
 
 struct Symbol {
@@ -116,6 +118,17 @@ class ElfFile {
     std::optional<Abi> abi() const;
     std::uint16_t machine() const noexcept;
     bool is_pie_or_shared() const noexcept; // ET_DYN
+    std::uint64_t entry() const noexcept;   // e_entry, link-time
+    // The function the process starts in, when this file is a program
+    // (ET_EXEC; ET_DYN with a PT_INTERP, or DF_1_PIE): the function symbol
+    // that starts at e_entry, with its size (one without a size reaches the
+    // next function symbol or its code section's end). The kernel jumps there with no
+    // return address, so that function's frame is the outermost one (x86-64
+    // psABI section 3.4.1 "Initial Stack and Register State"; the AArch64,
+    // s390x and ELFv2 ppc64 Linux ABIs start a process the same way).
+    // nullopt for a shared library, whose e_entry is run only when the
+    // library is run as a program, and when no function symbol starts there.
+    std::optional<Symbol> entry_function() const;
     const std::vector<LoadSegment>& load_segments() const noexcept;
     const std::vector<ProgramHeader>& program_headers() const noexcept;
     // Section headers; empty when the file has none (or they were zeroed).
