@@ -25,6 +25,7 @@
 #include <elfutils/libdw.h>
 #include <fcntl.h>
 #include <fstream>
+#include <iterator>
 #include <libelf.h>
 #include <map>
 #include <memory>
@@ -551,25 +552,41 @@ TEST_CASE("write_debug_frame: the process's entry function ends the stack where 
     WARN(added << " entry functions written, " << covered << " covered by SFrame");
 }
 
-TEST_CASE("write_debug_frame: no entry FDE over one SFrame covers in part") {
-    // An SFrame FDE that overlaps the entry function's range (not at its start)
-    // keeps its rows alone: two FDEs over one PC would leave the choice to
-    // the reader.
+TEST_CASE("write_debug_frame: the entry FDE stops where SFrame's rows start") {
+    // Two FDEs over one PC would leave the choice to the reader: SFrame's
+    // rows stay alone wherever SFrame has some.
     elf_version(EV_CURRENT);
     const elf::ElfFile program = open_fixture("bin/gas-2.40/recurse-O2-nofp-noeh");
     auto section = program.sframe();
     REQUIRE(section);
     auto first = section->fde(0);
     REQUIRE(first);
+    const auto entry_fdes = [](const cfi::DebugFrame& f) {
+        std::vector<cfi::WrittenFunction> out;
+        std::copy_if(f.functions.begin(), f.functions.end(), std::back_inserter(out),
+                     [](const cfi::WrittenFunction& w) { return w.entry_function; });
+        return out;
+    };
     cfi::DebugFrameOptions options;
+    // Overlapping the first SFrame FDE from below: cut at its start.
     options.entry_function = cfi::FunctionRange{first->start - 4, 8};
     auto frame = cfi::write_debug_frame(*section, options);
     REQUIRE(frame);
-    CHECK(std::none_of(frame->functions.begin(), frame->functions.end(),
-                       [](const cfi::WrittenFunction& w) { return w.entry_function; }));
-    options.entry_function = cfi::FunctionRange{0, 0}; // no size: nothing to cover
+    auto written = entry_fdes(*frame);
+    REQUIRE(written.size() == 1);
+    CHECK(written[0].start == first->start - 4);
+    CHECK(written[0].size == 4);
+    // Starting inside an SFrame FDE: none.
+    options.entry_function = cfi::FunctionRange{first->start + 1, 8};
     frame = cfi::write_debug_frame(*section, options);
     REQUIRE(frame);
-    CHECK(std::none_of(frame->functions.begin(), frame->functions.end(),
-                       [](const cfi::WrittenFunction& w) { return w.entry_function; }));
+    CHECK(entry_fdes(*frame).empty());
+    // No size, or a range past the address space: none.
+    for (const auto bad :
+         {cfi::FunctionRange{first->start - 4, 0}, cfi::FunctionRange{UINT64_MAX - 3, 8}}) {
+        options.entry_function = bad;
+        frame = cfi::write_debug_frame(*section, options);
+        REQUIRE(frame);
+        CHECK(entry_fdes(*frame).empty());
+    }
 }

@@ -486,14 +486,20 @@ class Writer {
         return ok();
     }
 
-    // The process's entry function, when no FDE written overlaps it: one row,
-    // RA undefined (the outermost frame; DWARF 5 section 6.4.4: an undefined
-    // return address means no caller) and the CFA rule of a function's
-    // first instruction, which nothing unwinds through.
-    void write_entry_fde(const FunctionRange& fn) {
+    // The process's entry function, when no FDE written covers its start: one
+    // row, RA undefined (the outermost frame; DWARF 5 section 6.4.4: an
+    // undefined return address means no caller) and the CFA rule of a
+    // function's first instruction, which nothing unwinds through. It ends
+    // where the next FDE written starts, if that is sooner: SFrame's rows
+    // stay the only ones wherever SFrame has any.
+    void write_entry_fde(FunctionRange fn) {
         if (fn.size == 0 || fn.start > UINT64_MAX - fn.size) return;
-        for (const WrittenFunction& w : out_.functions)
-            if (w.start < fn.start + fn.size && fn.start < w.start + w.size) return;
+        std::uint64_t end = fn.start + fn.size;
+        for (const WrittenFunction& w : out_.functions) {
+            if (w.start <= fn.start && fn.start - w.start < w.size) return;
+            if (w.start > fn.start) end = std::min(end, w.start);
+        }
+        fn.size = end - fn.start;
         Row r;
         r.cfa = CfaRule{abi_.sp_reg, -abi_.sp_from_cfa, false};
         r.ra = RegRule::undefined();

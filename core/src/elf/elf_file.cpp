@@ -411,7 +411,9 @@ std::optional<Symbol> ElfFile::entry_function() const {
     if (first == it) return std::nullopt;
     // A symbol without a size (s390x glibc's start.S gives _start none): the
     // function runs to the next function symbol or the end of its code
-    // section, whichever is first, as no other function's code lies between.
+    // section, whichever is first. Such a symbol is found in a .symtab, which
+    // names the program's other functions too; the DWARF writer also stops
+    // it at the next SFrame FDE (cfi::DebugFrameOptions::entry_function).
     const auto code =
         std::find_if(impl_->sections.begin(), impl_->sections.end(), [&](const SectionInfo& s) {
             return (s.flags & SHF_EXECINSTR) != 0 && s.vaddr <= entry && entry - s.vaddr < s.size;

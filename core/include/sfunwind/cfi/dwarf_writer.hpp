@@ -70,11 +70,12 @@ struct DebugFrameOptions {
     // for PC-mask FDEs (PLT blocks) nor FDEs without FREs.
     CalleeSavedRules callee_saved;
     // The function the process starts in (elf::ElfFile::entry_function).
-    // When no SFrame FDE overlaps it (crt1.o's _start is hand-written
-    // assembly, without SFrame), an FDE is written for it whose RA is
-    // undefined throughout, the rule its own CFI states (glibc's start.S:
-    // cfi_undefined), so that a debugger ends the stack there instead of
-    // unwinding the entry by guesswork (LLDB: a repeated _start frame).
+    // When no SFrame FDE covers its start (crt1.o's _start is hand-written
+    // assembly, without SFrame), an FDE is written for it, up to the next
+    // SFrame FDE at most, whose RA is undefined throughout, the rule its own
+    // CFI states (glibc's start.S: cfi_undefined), so that a debugger ends
+    // the stack there instead of unwinding the entry by guesswork (LLDB: a
+    // repeated _start frame).
     std::optional<FunctionRange> entry_function;
 };
 
