@@ -298,11 +298,11 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
     entry.generated_now = true;
     entry.milliseconds = std::chrono::duration<double, std::milli>(t1 - t0).count();
     entry.debug_frame_bytes = frame->bytes.size();
-    for (const auto& fn : frame->functions)
-        (fn.entry_function ? entry.entry_function : entry.functions) += 1;
     entry.symbols_added = written->added_functions;
-    for (const auto& fn : frame->functions)
+    for (const auto& fn : frame->functions) {
+        (fn.entry_function ? entry.entry_function : entry.functions) += 1;
         entry.callee_saved_functions += fn.callee_saved_changes != 0 ? 1U : 0U;
+    }
     entry.skipped_fdes = frame->skipped.size();
     if (!frame->skipped.empty()) entry.first_skipped = frame->skipped.front().message();
     return entry;

@@ -319,8 +319,7 @@ class Writer {
             e_.uleb(abi_.sp_reg);
             block(e_, Expr().plus_const(abi_.sp_from_cfa));
         }
-        e_.pad_entry(start);
-        e_.patch_u32(start, static_cast<std::uint32_t>(e_.size() - start - 4));
+        end_entry(start);
         const auto offset = static_cast<std::uint32_t>(start);
         cies_.emplace(key, offset);
         return offset;
@@ -436,7 +435,7 @@ class Writer {
             if (!row) return std::move(row).error();
             Row r = *row;
             // A CFA rule is required even where nothing is unwound.
-            r.cfa = CfaRule{abi_.sp_reg, -abi_.sp_from_cfa, false};
+            r.cfa = unwound_nowhere_cfa();
             rows.emplace_back(0, r);
         } else {
             const std::uint64_t block = mask ? fde.rep_size : fde.size;
@@ -449,7 +448,7 @@ class Writer {
                     if (!row) return std::move(row).error();
                     // An outermost FRE has no CFA rule (no data words); DWARF
                     // needs one, and nothing is unwound through it.
-                    if (row->outermost) row->cfa = CfaRule{abi_.sp_reg, -abi_.sp_from_cfa, false};
+                    if (row->outermost) row->cfa = unwound_nowhere_cfa();
                     rows.emplace_back(base + fre.start, *row);
                 }
                 if (!mask) break;
@@ -463,12 +462,7 @@ class Writer {
         fn.size = fde.size;
         fn.sframe_fde = fde.index;
         fn.pc_mask = fde.pc_type == sframe::PcType::Mask;
-        const std::size_t start = e_.size();
-        fn.offset = start;
-        e_.u32(0);   // length
-        e_.u32(cie); // CIE_pointer: section offset of the CIE
-        e_.u64(fde.start);
-        e_.u64(fde.size);
+        fn.offset = begin_fde(cie, fde.start, fde.size);
         if (z) e_.uleb(0); // augmentation data length
         State st;
         const auto changes = callee_saved_changes(fde, fres->empty());
@@ -480,11 +474,31 @@ class Writer {
             fn.rows = merge_rows(st, rows, changes, fde.start);
             fn.callee_saved_changes = static_cast<std::uint32_t>(changes.size());
         }
-        e_.pad_entry(start);
-        e_.patch_u32(start, static_cast<std::uint32_t>(e_.size() - start - 4));
+        end_entry(fn.offset);
         out_.functions.push_back(fn);
         return ok();
     }
+
+    // An FDE's header (DWARF 5 section 6.4.1), its length patched by
+    // end_entry(): returns the FDE's offset.
+    std::uint64_t begin_fde(std::uint32_t cie, std::uint64_t start, std::uint64_t size) {
+        const std::size_t at = e_.size();
+        e_.u32(0);   // length
+        e_.u32(cie); // CIE_pointer: section offset of the CIE
+        e_.u64(start);
+        e_.u64(size);
+        return at;
+    }
+    // Pads the CIE or FDE at `at` to the address size and writes its length.
+    void end_entry(std::uint64_t at) {
+        e_.pad_entry(at);
+        e_.patch_u32(at, static_cast<std::uint32_t>(e_.size() - at - 4));
+    }
+
+    // The CFA rule of a row nothing is unwound through (the outermost
+    // frame), which DWARF requires all the same: the CFA at a function's
+    // first instruction.
+    CfaRule unwound_nowhere_cfa() const { return CfaRule{abi_.sp_reg, -abi_.sp_from_cfa, false}; }
 
     // The process's entry function, when no FDE written covers its start: one
     // row, RA undefined (the outermost frame; DWARF 5 section 6.4.4: an
@@ -501,7 +515,7 @@ class Writer {
         }
         fn.size = end - fn.start;
         Row r;
-        r.cfa = CfaRule{abi_.sp_reg, -abi_.sp_from_cfa, false};
+        r.cfa = unwound_nowhere_cfa();
         r.ra = RegRule::undefined();
         r.fp = RegRule::same_value();
         r.outermost = true;
@@ -510,16 +524,10 @@ class Writer {
         w.size = fn.size;
         w.entry_function = true;
         w.rows = 1;
-        const std::size_t start = e_.size();
-        w.offset = start;
-        e_.u32(0); // length
-        e_.u32(cie_for(false, false));
-        e_.u64(fn.start);
-        e_.u64(fn.size);
+        w.offset = begin_fde(cie_for(false, false), fn.start, fn.size);
         State st;
         emit_row(st, r, 0);
-        e_.pad_entry(start);
-        e_.patch_u32(start, static_cast<std::uint32_t>(e_.size() - start - 4));
+        end_entry(w.offset);
         out_.functions.push_back(w);
     }
 
