@@ -69,3 +69,10 @@ set_tests_properties(gdb13_hostile PROPERTIES LABELS gdb TIMEOUT 900)
 # test with the host's cc): each thread's backtrace equals the CFI build's.
 add_test(NAME gdb13_threads COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_thread_tests.py ${_common})
 set_tests_properties(gdb13_threads PROPERTIES LABELS gdb TIMEOUT 600)
+# A program of 120 shared libraries, a frame in each (tests/gdb/src/
+# many_libraries.py, built by the test with the host's cc): backtraces equal
+# the CFI build's, live and from a core, and the load addresses are listed a
+# few times, not once per library.
+add_test(NAME gdb13_many_libraries
+         COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_many_libraries_tests.py ${_common})
+set_tests_properties(gdb13_many_libraries PROPERTIES LABELS gdb TIMEOUT 600)

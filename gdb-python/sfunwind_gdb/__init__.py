@@ -27,16 +27,29 @@ class Session:
         self.path = PATH_PYTHON
         self.jit_loaded = False
         self.scan_error = None
+        self.unwinders = {}      # gdb.Progspace -> its SframeUnwinder
 
     # -- objfiles ----------------------------------------------------------
     def _register_unwinder(self, objfile, module):
-        unwinder = SframeUnwinder(self.engine, module)
-        gdb.unwinder.register_unwinder(objfile, unwinder, replace=True)
-        return unwinder
+        # One unwinder for the program space finds a frame's module by its
+        # PC: GDB tries every objfile's Python unwinders in turn, so one per
+        # objfile made a frame in a program's 300th library 300 calls.
+        progspace = objfile.progspace
+        if self.unwinders.get(progspace) is None:
+            unwinder = self.unwinders[progspace] = SframeUnwinder(self.engine, self)
+            gdb.unwinder.register_unwinder(progspace, unwinder, replace=True)
 
-    def rescan(self):
+    def rescan(self, place=True, objfile=None):
+        """Opens the new objfiles' SFrame (or only `objfile`'s); with
+        `place`, places every module now (the commands), else when a frame
+        first needs it (place_stale)."""
         try:
-            added = self.registry.scan(self._register_unwinder)
+            if objfile is None:
+                added = self.registry.scan(self._register_unwinder)
+            else:
+                added = self.registry.add(objfile, self._register_unwinder)
+            if place:
+                self.registry.place()
             self.scan_error = None
         except gdb.error as e:
             # No `info files` yet (no program): nothing to unwind.
@@ -45,6 +58,18 @@ class Session:
         if added:
             gdb.invalidate_cached_frames()
         return added
+
+    def place_stale(self):
+        """Places the modules if objfiles changed since they were placed:
+        one `info files` for every objfile GDB loaded meanwhile. True if it
+        placed them."""
+        if not self.registry.stale:
+            return False
+        try:
+            self.registry.place()
+        except gdb.error as e:
+            self.scan_error = str(e)
+        return True
 
     # -- paths ---------------------------------------------------------------
     def set_path(self, path):
@@ -57,6 +82,7 @@ class Session:
         elif path != PATH_NATIVE and self.jit_loaded:
             gdb.execute("jit-reader-unload", to_string=True)
             self.jit_loaded = False
+        self.place_stale()
         self.lib.native_enable(1 if path == PATH_NATIVE else 0)
         self.engine.active = path == PATH_PYTHON
         self.path = path
@@ -66,7 +92,7 @@ class Session:
     # -- events --------------------------------------------------------------
     def on_new_objfile(self, event):
         self.engine.forget_arch()
-        self.rescan()
+        self.rescan(place=False, objfile=getattr(event, "new_objfile", None))
 
     def on_clear_objfiles(self, event):
         self.registry.clear()
@@ -87,6 +113,7 @@ class Session:
             return
         # The JIT reader interface has no frame level: tell the library which
         # frame is the topmost one, then let GDB unwind again with it.
+        self.place_stale()
         try:
             frame = gdb.newest_frame()
             regs = arch_mod.for_arch(self.lib, frame.architecture().name())

@@ -11,8 +11,7 @@ next, and took its SP and FP from the UnwindInfo, so they are not read
 back) and the stack bytes read at this stop (one read serves many frames).
 Other frames (the topmost one, frames after GDB's own unwinders) cost the
 SP and FP reads through the register callback. Frames outside every module
-with SFrame cost one register read, shared by the per-objfile unwinders
-(they all get the same PendingFrame)."""
+with SFrame cost one register read and a search of the modules' ranges."""
 
 import ctypes
 import struct
@@ -394,22 +393,25 @@ class Engine:
 
 
 class SframeUnwinder(gdb.unwinder.Unwinder):
-    """Registered once per objfile with SFrame: claims frames whose PC (or
-    PC - 1, for a return address) is in that objfile's FDE range."""
+    """Registered once per program space: claims frames whose PC (or PC -
+    1, for a return address) is in the FDE range of a module with SFrame."""
 
-    def __init__(self, engine, module):
+    def __init__(self, engine, session):
         super().__init__(UNWINDER_NAME)
         self.engine = engine
-        self.module = module
+        self.session = session
 
     def __call__(self, pending_frame):
         engine = self.engine
-        if not engine.active:
+        session = self.session
+        # The modules are placed when a frame first needs them. GDB asks
+        # the JIT reader (the native path) before Python unwinders, and the
+        # reader cannot call back into Python: a frame it declined because
+        # its module was not placed yet is unwound here, once placed.
+        if not (session.place_stale() and session.jit_loaded) and not engine.active:
             return None
-        pc = engine._pc if pending_frame is engine._pf else engine.pc_of(pending_frame)
-        if pc is None:
-            return None
-        r = self.module.runtime_range
-        if r is None or pc < r[0] or pc > r[1]:
+        registry = session.registry
+        pc = engine.pc_of(pending_frame)
+        if pc is None or registry.module_at(pc) is None:
             return None
         return engine.unwind(pending_frame, pc)

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A program of many shared libraries: every frame in its own library.
+
+tests/gdb/src/many_libraries.py writes a program whose main calls f1 in
+lib1.so, f1 calls f2 in lib2.so, ... down to fN, which raises SIGTRAP; it is
+built here with the toolchain at hand (`cc` with `-Wa,--gsframe`), and an
+SFrame-only copy of every file is made with objcopy. GDB loads the libraries
+one new_objfile event after another: each frame's backtrace, with the Python
+path and with the native path, live and from a core, must equal what plain
+GDB shows on the CFI build, and sfunwind must have read the load addresses
+(`info files`, which lists every library's sections) a few times, not once
+per library (which made GDB's start quadratic in the libraries: 15 s for
+300 of them).
+
+usage: run_many_libraries_tests.py --gdb GDB --loader LOADER [--libraries N] [--cc cc]"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import gdb_harness as H
+
+sys.path.insert(0, os.path.join(H.HERE, "src"))
+import many_libraries  # noqa: E402
+
+# "#1  0x... in f7 () from /path/lib7.so"; frame 0 at the start of a line shows no PC.
+FRAME = re.compile(r"^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(\S+)")
+# At most this many `info files` listings in a session: the start, a frame
+# after the libraries came, the status command itself.
+MAX_LISTINGS = 6
+
+
+def backtrace(text):
+    """[(pc or None, function)] of the first backtrace in text."""
+    out = []
+    for line in text.splitlines():
+        m = FRAME.match(line.strip())
+        if m and int(m.group(1)) == len(out):
+            out.append((int(m.group(2), 16) if m.group(2) else None, m.group(3)))
+    return out
+
+
+def run(args, res):
+    cc = args.cc or shutil.which("cc") or shutil.which("gcc")
+    res.check("a C compiler is at hand", cc is not None, "no cc or gcc on PATH")
+    if cc is None:
+        return
+    g = H.Gdb(args.gdb, args.loader, args.timeout)
+    with tempfile.TemporaryDirectory() as work:
+        program, noeh = many_libraries.build(cc, work, args.libraries)
+        proc, error = g.run(["run", "bt"], [program], sfunwind=None)
+        res.check("reference: the CFI build's session ran", proc is not None, error)
+        if proc is None:
+            return
+        want = backtrace(proc.stdout)
+        names = [f for _, f in want]
+        chain = ["f%d" % k for k in range(args.libraries, 0, -1)] + ["main"]
+        res.check("reference: %d frames end with f%d ... f1, main" % (len(want), args.libraries),
+                  names[-len(chain):] == chain, proc.stdout[-3000:])
+        core = os.path.join(work, "core")
+        subprocess.run([args.gdb, "-nx", "-batch", "-ex", "run", "-ex", "gcore " + core, noeh],
+                       capture_output=True, timeout=args.timeout)
+        res.check("a core of the SFrame-only program was written", os.path.exists(core))
+        # Cores stopped at a breakpoint in fN: frame 0 is in a module with
+        # SFrame, which the JIT reader declines before the modules are placed.
+        at = {}
+        for name, prog in (("cfi", program), ("sframe", noeh)):
+            at[name] = os.path.join(work, "core-at-f%d-%s" % (args.libraries, name))
+            subprocess.run([args.gdb, "-nx", "-batch", "-ex", "set breakpoint pending on", "-ex",
+                            "break f%d" % args.libraries, "-ex", "run", "-ex", "gcore " + at[name], prog],
+                           capture_output=True, timeout=args.timeout)
+        res.check("cores at a breakpoint in f%d were written" % args.libraries,
+                  all(os.path.exists(c) for c in at.values()))
+        for path in ("python", "native"):
+            # The core is loaded after sfunwind (as when installed, from
+            # GDB's system gdbinit), so that its libraries come as events.
+            for what, session, gdb_args in (("live", ["run", "bt", "sframe status"], [noeh]),
+                                            ("core", ["file " + noeh, "core-file " + core, "bt",
+                                                      "sframe status"], [])):
+                if what == "core" and not os.path.exists(core):
+                    continue
+                proc, error = g.run(session, gdb_args, sfunwind=path)
+                label = "%s path, %s" % (path, what)
+                res.check("%s: the SFrame-only session ran" % label, proc is not None, error)
+                if proc is None:
+                    continue
+                got = backtrace(proc.stdout)
+                res.check("%s: the backtrace equals the CFI build's (%d frames)" % (label, len(want)),
+                          got == want, "got %s\nwant %s\n%s" % (got, want, proc.stdout[-3000:] + proc.stderr))
+                m = re.search(r"%s path[^:]*: (\d+) frames unwound" % path, proc.stdout)
+                res.check("%s: sfunwind unwound the %d library frames" % (label, args.libraries),
+                          m is not None and int(m.group(1)) >= args.libraries, proc.stdout[-2000:])
+                m = re.search(r"`info files` read (\d+) times", proc.stdout)
+                res.check("%s: the load addresses were listed at most %d times for %d libraries (%s)"
+                          % (label, MAX_LISTINGS, args.libraries, m.group(1) if m else "no count"),
+                          m is not None and int(m.group(1)) <= MAX_LISTINGS, proc.stdout[-2000:])
+
+        if all(os.path.exists(c) for c in at.values()):
+            check_at_breakpoint(g, res, args.libraries, program, noeh, at)
+
+
+def check_at_breakpoint(g, res, n, program, noeh, at):
+    """Frame 0 in fN: on the native path the Python unwinder places the
+    modules and unwinds that frame, the JIT reader the others."""
+    proc, error = g.run(["bt"], [program, at["cfi"]], sfunwind=None)
+    res.check("reference at f%d: the CFI build's core session ran" % n, proc is not None, error)
+    if proc is None:
+        return
+    want = backtrace(proc.stdout)
+    res.check("reference at f%d: %d frames from f%d to main" % (n, len(want), n),
+              [f for _, f in want][:1] == ["f%d" % n] and [f for _, f in want][-1:] == ["main"],
+              proc.stdout[-3000:])
+    for path in ("python", "native"):
+        label = "%s path, core at f%d" % (path, n)
+        proc, error = g.run(["file " + noeh, "core-file " + at["sframe"], "bt", "sframe status"], [],
+                            sfunwind=path)
+        res.check("%s: the SFrame-only session ran" % label, proc is not None, error)
+        if proc is None:
+            continue
+        got = backtrace(proc.stdout)
+        res.check("%s: the backtrace equals the CFI build's (%d frames)" % (label, len(want)),
+                  got == want, "got %s\nwant %s\n%s" % (got, want, proc.stdout[-3000:] + proc.stderr))
+        counts = {p: int(c) for p, c in re.findall(r"^(python|native) path[^:]*: (\d+) frames unwound",
+                                                    proc.stdout, re.M)}
+        # f1 ... fN and main.
+        expect = {"python": n + 1, "native": 0} if path == "python" else {"python": 1, "native": n}
+        res.check("%s: frames unwound per path %s%s"
+                  % (label, expect, " (frame 0 by Python: the JIT reader declined it before the modules"
+                     " were placed)" if path == "native" else ""),
+                  counts == expect, proc.stdout[-2000:])
+
+
+if __name__ == "__main__":
+    ap = H.parser(__doc__)  # --runs: the program is built here, for either
+    ap.add_argument("--cc", help="the C compiler (default: cc)")
+    ap.add_argument("--libraries", type=int, default=120, help="how many shared libraries (default 120)")
+    H.main(run, ap, ok_detail=False)  # the details are sessions: shown for failures
