@@ -37,9 +37,9 @@
 #                 time, about 20 minutes, then cached): time to the first
 #                 backtrace and peak RSS, core and live
 #                 (bench/big_program/first_bt.py)
-#   many_libraries  GDB 13 and 18: the first backtrace of a program of 300
-#                 shared libraries, a frame in each, live and from a core
-#                 (bench/many_libraries.py)
+#   many_libraries  the first backtrace of a program of 300 shared
+#                 libraries, a frame in each: GDB live and from a core, LLDB
+#                 live with a warm and a cold cache (bench/many_libraries.py)
 #   walk          GDB: a whole `bt` with GDB's DWARF unwinder, the Python path
 #                 and the native path, on the 10,000-frame recursion and at
 #                 the big program's stop (tests/gdb/bench_bt.py); LLDB:
@@ -137,9 +137,11 @@ if [[ -z ${SKIP_DEBUGGERS:-} ]]; then
     --lldb lldb-19 --lldb-plugin "$HOST_LLDB"
   run first_bt_sid in_chroot "${FIRST_BT[@]}" --work "$BIG_DIR/bench" --gdb gdb --gdb-loader "$SID_GDB" \
     --lldb lldb-23 --lldb-plugin "$SID_LLDB" --lldb-parallel-off
-  run many_libraries_gdb13 python3 "$HERE/many_libraries.py" --gdb gdb --loader "$HOST_GDB" --rounds "${ROUNDS:-3}"
-  run many_libraries_gdb18 in_chroot python3 "$HERE/many_libraries.py" --gdb gdb --loader "$SID_GDB" \
+  run many_libraries_host env LLDB_DEBUGSERVER_PATH=/usr/lib/llvm-19/bin/lldb-server \
+    python3 "$HERE/many_libraries.py" --gdb gdb --loader "$HOST_GDB" --lldb lldb-19 --lldb-plugin "$HOST_LLDB" \
     --rounds "${ROUNDS:-3}"
+  run many_libraries_sid in_chroot python3 "$HERE/many_libraries.py" --gdb gdb --loader "$SID_GDB" \
+    --lldb lldb-23 --lldb-plugin "$SID_LLDB" --rounds "${ROUNDS:-3}"
   run walk_gdb13_deep python3 tests/gdb/bench_bt.py --gdb gdb --loader "$HOST_GDB"
   run walk_gdb13_big python3 tests/gdb/bench_bt.py --gdb gdb --loader "$HOST_GDB" --program "$BIG_DIR/host-both/big" --repeat 40
   run walk_gdb18_deep in_chroot python3 tests/gdb/bench_bt.py --gdb gdb --loader "$SID_GDB"
@@ -163,8 +165,8 @@ grep -h -E 'open: sframe_decode|memory beyond' "$OUT/libsframe.txt" | sed 's/^  
 if [[ -z ${SKIP_DEBUGGERS:-} ]]; then
   echo "== first backtrace on the big program: sfunwind on the SFrame-only build / the CFI build (time, peak RSS) =="
   cat "$OUT/first_bt_host.txt" "$OUT/first_bt_sid.txt" | awk 'NR == 1 || !/CFI s/'
-  echo "== first backtrace with 300 shared libraries: GDB with sfunwind on the SFrame-only build / the CFI build =="
-  cat "$OUT/many_libraries_gdb13.txt" "$OUT/many_libraries_gdb18.txt"
+  echo "== first backtrace with 300 shared libraries: sfunwind on the SFrame-only build / the CFI build =="
+  cat "$OUT/many_libraries_host.txt" "$OUT/many_libraries_sid.txt"
   echo "== frame walks: GDB's DWARF unwinder against the Python and native paths; LLDB's own against sframe bt =="
   for w in walk_gdb13_deep walk_gdb13_big walk_gdb18_deep walk_gdb18_big walk_lldb19 walk_lldb23; do
     echo "-- $w"

@@ -106,6 +106,8 @@ class StatusCommand final : public Command {
             j.key("coverage_enabled").value(session_.coverage.enabled());
             j.key("callee_saved").value(session_.coverage.callee_saved());
             j.key("unlocked_files").value(session_.coverage.unlocked_files_warning());
+            // How many times the cache was listed to apply its size limit.
+            j.key("cache_listings").value(session_.coverage.cache_listings());
             const ResponderStatus r = session_.coverage.responder_status();
             j.key("responder").begin_object();
             j.key("url").value(r.url).key("problem").value(r.problem);

@@ -193,6 +193,10 @@ std::shared_ptr<DebugFileCache> Coverage::cache() const {
     return cache_;
 }
 
+std::uint64_t Coverage::cache_listings() const {
+    return cache()->listings();
+}
+
 std::string Coverage::cache_dir() const {
     return cache()->dir();
 }

@@ -109,6 +109,9 @@ class Coverage {
     // The cache's size limit (cache_limit.hpp; 0: none). Setting it applies
     // it at once.
     std::uint64_t cache_limit() const;
+    // How many times the cache was listed to apply the limit
+    // (DebugFileCache::listings()).
+    std::uint64_t cache_listings() const;
     Eviction set_cache_limit(std::uint64_t bytes);
     // Why the environment's limit was not used (empty: it was, or unset).
     std::string cache_limit_problem() const;

@@ -22,7 +22,7 @@ namespace sfunwind::lldb_plugin {
 namespace {
 
 // Bump when the generated files change meaning, so old caches are redone.
-constexpr int generator_version = 5;
+constexpr int generator_version = 6;
 
 std::string env(const char* name) {
     const char* v = std::getenv(name);
@@ -140,11 +140,31 @@ std::string DebugFileCache::hold_problem() {
     return hold_problem_;
 }
 
+std::uint64_t DebugFileCache::listings() {
+    const std::lock_guard lock(mutex_);
+    return listings_;
+}
+
 Eviction DebugFileCache::evict() {
     std::set<std::string> keep;
     for (const auto& [path, hold] : in_use_)
         keep.insert(keep.end(), path);
-    return evict_to_limit(dir_, limit_, keep);
+    Eviction out = evict_to_limit(dir_, limit_, keep);
+    ++listings_;
+    estimate_ = out.bytes_after;
+    written_since_listing_ = 0;
+    return out;
+}
+
+Eviction DebugFileCache::evict_if_due(std::uint64_t bytes) {
+    const std::uint64_t limit = limit_;
+    if (limit == 0) return {}; // no limit: nothing to list for
+    if (estimate_) {
+        *estimate_ += bytes;
+        written_since_listing_ += bytes;
+        if (*estimate_ <= limit && written_since_listing_ < limit / 16) return {};
+    }
+    return evict();
 }
 
 void DebugFileCache::note_unheld(const Error& why) {
@@ -292,7 +312,9 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
     }
     const auto t1 = std::chrono::steady_clock::now();
     in_use_.insert_or_assign(entry.path, hold ? std::move(*hold) : EntryHold{});
-    const Eviction eviction = evict();
+    std::uint64_t bytes = stamp.size();
+    if (const auto size = std::filesystem::file_size(entry.path, ec); !ec) bytes += size;
+    const Eviction eviction = evict_if_due(bytes);
     entry.evicted = eviction.removed.size();
     entry.busy = eviction.busy.size();
     entry.generated_now = true;

@@ -15,6 +15,7 @@
 #   test_cores      the same on gcore dumps
 #   test_qemu       aarch64 and s390x fixtures under qemu-user's gdbstub
 #   tests/dap/test_dap.py  lldb-dap-23 driven over stdio as an editor does
+#   test_many_libraries  a program of 120 shared libraries, a frame in each
 # and test_commands once more with the host's build of the plugin when there
 # is one (build/default), on gas 2.47's recurse programs (SFrame v3, static
 # and dynamic): one build loads and unwinds in LLDB 19 and 23.
@@ -50,6 +51,7 @@ lldb_suite cores "\$plugin" work-cores
 suite python3 tests/lldb/test_hostile.py --plugin "\$plugin" --lldb lldb-23 --work "$build/work-hostile"
 lldb_suite qemu "\$plugin" work-qemu
 lldb_suite provider "\$plugin" work-provider
+lldb_suite many_libraries "\$plugin" work-many-libraries
 run_suites lldb23
 INNER
 )

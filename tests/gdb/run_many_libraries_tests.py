@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """A program of many shared libraries: every frame in its own library.
 
-tests/gdb/src/many_libraries.py writes a program whose main calls f1 in
+tests/common/many_libraries.py writes a program whose main calls f1 in
 lib1.so, f1 calls f2 in lib2.so, ... down to fN, which raises SIGTRAP; it is
 built here with the toolchain at hand (`cc` with `-Wa,--gsframe`), and an
 SFrame-only copy of every file is made with objcopy. GDB loads the libraries
@@ -24,7 +24,7 @@ import tempfile
 
 import gdb_harness as H
 
-sys.path.insert(0, os.path.join(H.HERE, "src"))
+sys.path.insert(0, os.path.join(H.HERE, "..", "common"))
 import many_libraries  # noqa: E402
 
 # "#1  0x... in f7 () from /path/lib7.so"; frame 0 at the start of a line shows no PC.

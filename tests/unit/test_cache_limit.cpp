@@ -2,9 +2,13 @@
 // The LLDB plugin's cache limit (plugin/src/cache_limit.hpp): sizes as the
 // settings take them, eviction of the least recently used entries, the
 // last use being the later of the debug file's and its stamp's times, and
-// entries held (EntryHold) by this or another process left in place.
+// entries held (EntryHold) by this or another process left in place; and
+// when the debug-file cache (plugin/src/debug_file_cache.hpp) lists itself
+// to apply the limit.
 #include "cache_limit.hpp"
 #include "catch.hpp"
+#include "debug_file_cache.hpp"
+#include "sfunwind/elf/module_rows.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -327,5 +331,77 @@ TEST_CASE("cache limit: an entry another process holds stays until it exits") {
     CHECK(after.removed == List{a});
     CHECK(after.busy.empty());
     CHECK_FALSE(fs::exists(a));
+    fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "debug-file cache: the cache is listed at the first file, then when it may pass its limit") {
+    // Six programs with SFrame (and build-ids of their own): the plugin's
+    // cache generates their debug files the way it does for the libraries
+    // of a program LLDB loads.
+    const std::string bin = std::string(SFUNWIND_SOURCE_DIR) + "/tests/fixtures/bin/gas-2.40/";
+    std::vector<sfunwind::elf::ModuleRows> modules;
+    for (const char* name : {"recurse-O2-nofp", "recurse-O2-fp", "deep10000-O2-nofp",
+                             "noreturn-O2-nofp", "realign-O2-nofp", "sighandler-O2-nofp"}) {
+        modules.push_back(sfunwind::elf::open_module_rows(bin + name));
+        REQUIRE(modules.back().file);
+    }
+    const fs::path dir =
+        fs::temp_directory_path() / ("sfunwind-cache-listings-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+
+    SECTION("under the limit: one listing for six files") {
+        DebugFileCache cache(dir.string(), default_cache_limit);
+        cache.set_callee_saved(false);
+        for (const auto& m : modules) {
+            const auto entry = cache.ensure(m);
+            REQUIRE(entry);
+            CHECK(entry->generated_now);
+            CHECK(fs::exists(entry->path));
+        }
+        CHECK(cache.listings() == 1);
+    }
+
+    SECTION("past the limit: listed again, and the oldest entry of another session goes") {
+        // The two files' sizes, from a cache of their own.
+        DebugFileCache probe((dir / "probe").string(), default_cache_limit);
+        probe.set_callee_saved(false);
+        std::uintmax_t sizes[2] = {};
+        for (std::size_t i = 0; i < 2; ++i) {
+            const auto e = probe.ensure(modules[i]);
+            REQUIRE(e);
+            sizes[i] = fs::file_size(e->path) + fs::file_size(e->path + ".stamp");
+        }
+        fs::remove_all(dir / "probe");
+        // Two older entries, each larger than the second file: the first
+        // file fits beside them, the second passes the limit, and removing
+        // the oldest is enough.
+        const auto bytes = static_cast<std::size_t>(sizes[1] + 100);
+        const std::string old = make_entry(dir, "ee01", bytes, 7200, 7200);
+        const std::string newer = make_entry(dir, "ee02", bytes, 3600, 3600);
+        DebugFileCache cache(dir.string(), 2 * (bytes + 10) + sizes[0]);
+        cache.set_callee_saved(false);
+        const auto first = cache.ensure(modules[0]);
+        REQUIRE(first);
+        CHECK(first->evicted == 0);
+        CHECK(cache.listings() == 1);
+        CHECK(fs::exists(old));
+        const auto second = cache.ensure(modules[1]);
+        REQUIRE(second);
+        CHECK(cache.listings() == 2);
+        CHECK(second->evicted == 1);
+        CHECK_FALSE(fs::exists(old));
+        CHECK(fs::exists(newer));
+        CHECK(fs::exists(first->path));
+        CHECK(fs::exists(second->path));
+    }
+
+    SECTION("no limit: never listed") {
+        DebugFileCache cache(dir.string(), 0);
+        cache.set_callee_saved(false);
+        for (const auto& m : modules)
+            REQUIRE(cache.ensure(m));
+        CHECK(cache.listings() == 0);
+    }
     fs::remove_all(dir);
 }

@@ -532,6 +532,14 @@ TEST_CASE("write_debug_frame: the process's entry function ends the stack where 
             CHECK(start == entry->value);
             CHECK(end == entry->value + entry->size);
             CHECK_FALSE(signal);
+            // The CFA at a function's first instruction, as the compilers'
+            // CIEs and glibc's _start CFI say (x86-64: rsp + 8).
+            Dwarf_Op* ops = nullptr;
+            std::size_t nops = 0;
+            REQUIRE(dwarf_frame_cfa(f.get(), &ops, &nops) == 0);
+            const auto cfa = evaluate(ops, nops, 0);
+            REQUIRE(cfa.has_value());
+            CHECK(cfa->v == expected_cfa(CfaRule{abi.sp_reg, entry_cfa_offset(abi), false}));
             CHECK(libdw_rule(f.get(), abi.ra_reg, 0).what == Where::What::Undefined);
             for (const std::uint16_t reg : untracked_callee_saved(abi))
                 CHECK(libdw_rule(f.get(), reg, 0).what == Where::What::Undefined);

@@ -37,6 +37,7 @@ void DecodeMemo::track(MemoDecoder decoder, std::span<const std::uint16_t> track
     if (same) return;
     decoder_ = decoder;
     entries_.clear();
+    filled_ = 0;
     lengths_.clear();
     single_.fill(false);
     tracked_count_ = std::min(tracked.size(), tracked_.size());
@@ -47,7 +48,37 @@ void DecodeMemo::track(MemoDecoder decoder, std::span<const std::uint16_t> track
 
 std::size_t DecodeMemo::set(std::uint64_t hash) const noexcept {
     // Fibonacci hashing: the hash's high bits, mixed; 2^(bits - 1) sets.
-    return static_cast<std::size_t>((hash * 0x9e3779b97f4a7c15ULL) >> (65 - bits_)) * 2;
+    return static_cast<std::size_t>((hash * 0x9e3779b97f4a7c15ULL) >> (65 - table_bits_)) * 2;
+}
+
+std::uint64_t DecodeMemo::hash_of(std::span<const std::uint8_t> encoding) noexcept {
+    std::uint64_t hash = fnv_offset;
+    for (const std::uint8_t b : encoding)
+        hash = (hash ^ b) * fnv_prime;
+    return hash;
+}
+
+bool DecodeMemo::store(const Entry& packed, std::uint64_t hash) {
+    // Into an empty way, else over the one used less recently.
+    const std::size_t first = set(hash);
+    std::size_t way = 0;
+    if (entries_[first].size != 0 &&
+        (entries_[first + 1].size == 0 || (entries_[first].flags & recent_flag) != 0))
+        way = 1;
+    const bool was_empty = entries_[first + way].size == 0;
+    entries_[first + way] = packed;
+    entries_[first + way].flags |= recent_flag;
+    entries_[first + (1 - way)].flags &= static_cast<std::uint8_t>(~recent_flag);
+    return was_empty;
+}
+
+void DecodeMemo::grow() {
+    std::vector<Entry> old(std::size_t{1} << (table_bits_ + 1));
+    old.swap(entries_);
+    ++table_bits_;
+    filled_ = 0;
+    for (const Entry& e : old)
+        if (e.size != 0 && store(e, hash_of(std::span(e.encoding.data(), e.size)))) ++filled_;
 }
 
 bool DecodeMemo::pack(const Instruction& in, std::span<const RegisterAccess> accesses,
@@ -152,21 +183,13 @@ void DecodeMemo::remember(std::span<const std::uint8_t> encoding, const Code& co
     Entry packed;
     if (!pack(in, code.saves_and_loads(in), encoding, packed)) return;
     if (entries_.empty()) {
-        entries_.resize(std::size_t{1} << bits_);
+        table_bits_ = std::min(bits_, 10U);
+        entries_.resize(std::size_t{1} << table_bits_);
         lengths_.assign(std::size_t{1} << 16, 0);
+    } else if (table_bits_ < bits_ && 2 * filled_ >= entries_.size()) {
+        grow();
     }
-    std::uint64_t hash = fnv_offset;
-    for (const std::uint8_t b : encoding)
-        hash = (hash ^ b) * fnv_prime;
-    // Into an empty way, else over the one used less recently.
-    const std::size_t first = set(hash);
-    std::size_t way = 0;
-    if (entries_[first].size != 0 &&
-        (entries_[first + 1].size == 0 || (entries_[first].flags & recent_flag) != 0))
-        way = 1;
-    packed.flags |= recent_flag;
-    entries_[first + way] = packed;
-    entries_[first + (1 - way)].flags &= static_cast<std::uint8_t>(~recent_flag);
+    if (store(packed, hash_of(encoding))) ++filled_;
     if (encoding.size() == 1)
         single_[encoding[0]] = true;
     else

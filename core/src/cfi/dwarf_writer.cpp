@@ -497,8 +497,11 @@ class Writer {
 
     // The CFA rule of a row nothing is unwound through (the outermost
     // frame), which DWARF requires all the same: the CFA at a function's
-    // first instruction.
-    CfaRule unwound_nowhere_cfa() const { return CfaRule{abi_.sp_reg, -abi_.sp_from_cfa, false}; }
+    // first instruction (x86-64: rsp + 8, as GCC's CIE and glibc's _start
+    // say).
+    CfaRule unwound_nowhere_cfa() const {
+        return CfaRule{abi_.sp_reg, entry_cfa_offset(abi_), false};
+    }
 
     // The process's entry function, when no FDE written covers its start: one
     // row, RA undefined (the outermost frame; DWARF 5 section 6.4.4: an

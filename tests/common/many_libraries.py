@@ -3,8 +3,8 @@
 calls f1 in lib1.so, fK calls fK+1 in libK+1.so (not a tail call), and fN
 raises SIGTRAP. Two builds: with CFI (`.eh_frame`) and SFrame, and an
 SFrame-only copy of every file (objcopy), whose program finds its own
-copies of the libraries (run path). Used by tests/gdb/run_many_libraries_tests.py
-and bench/many_libraries.py."""
+copies of the libraries (run path). Used by tests/gdb/run_many_libraries_tests.py,
+bench/many_libraries.py and tests/lldb/test_many_libraries.py."""
 
 import concurrent.futures
 import os
