@@ -21,6 +21,8 @@ Inside GDB (imported by a session):
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,6 +63,27 @@ def parser(doc, gdb="gdb", runs=True, timeout=600, fixtures=False):
         ap.add_argument("--writer", action="append", help="only these writers (default: all)")
         ap.add_argument("--program", action="append", help="only programs whose path contains this")
     return ap
+
+
+# A `bt` line: "#1  0x... in f7 () from /path/lib7.so"; frame 0 at the start
+# of a line shows no PC.
+_BT_FRAME = re.compile(r"^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(\S+)")
+
+
+def bt_frame(line):
+    """(level, pc or None, function) of a `bt` line, or None."""
+    m = _BT_FRAME.match(line.strip())
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2), 16) if m.group(2) else None, m.group(3)
+
+
+def c_compiler(args, results):
+    """The C compiler a test builds its program with (--cc, else cc or gcc),
+    or None after a failed check saying there is none."""
+    cc = getattr(args, "cc", None) or shutil.which("cc") or shutil.which("gcc")
+    results.check("a C compiler is at hand", cc is not None, "no cc or gcc on PATH")
+    return cc
 
 
 def select(args):

@@ -17,7 +17,6 @@ usage: run_many_libraries_tests.py --gdb GDB --loader LOADER [--libraries N] [--
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,8 +26,6 @@ import gdb_harness as H
 sys.path.insert(0, os.path.join(H.HERE, "..", "common"))
 import many_libraries  # noqa: E402
 
-# "#1  0x... in f7 () from /path/lib7.so"; frame 0 at the start of a line shows no PC.
-FRAME = re.compile(r"^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(\S+)")
 # At most this many `info files` listings in a session: the start, a frame
 # after the libraries came, the status command itself.
 MAX_LISTINGS = 6
@@ -38,18 +35,30 @@ def backtrace(text):
     """[(pc or None, function)] of the first backtrace in text."""
     out = []
     for line in text.splitlines():
-        m = FRAME.match(line.strip())
-        if m and int(m.group(1)) == len(out):
-            out.append((int(m.group(2), 16) if m.group(2) else None, m.group(3)))
+        frame = H.bt_frame(line)
+        if frame and frame[0] == len(out):
+            out.append(frame[1:])
     return out
 
 
+def session_equal(g, res, label, commands, gdb_args, path, want):
+    """Runs an SFrame-only session on `path` and checks its first backtrace
+    against `want`; the finished process, or None when it did not run."""
+    proc, error = g.run(commands, gdb_args, sfunwind=path)
+    res.check("%s: the SFrame-only session ran" % label, proc is not None, error)
+    if proc is None:
+        return None
+    got = backtrace(proc.stdout)
+    res.check("%s: the backtrace equals the CFI build's (%d frames)" % (label, len(want)),
+              got == want, "got %s\nwant %s\n%s" % (got, want, proc.stdout[-3000:] + proc.stderr))
+    return proc
+
+
 def run(args, res):
-    cc = args.cc or shutil.which("cc") or shutil.which("gcc")
-    res.check("a C compiler is at hand", cc is not None, "no cc or gcc on PATH")
+    g = H.Gdb(args.gdb, args.loader, args.timeout)
+    cc = H.c_compiler(args, res)
     if cc is None:
         return
-    g = H.Gdb(args.gdb, args.loader, args.timeout)
     with tempfile.TemporaryDirectory() as work:
         program, noeh = many_libraries.build(cc, work, args.libraries)
         proc, error = g.run(["run", "bt"], [program], sfunwind=None)
@@ -83,14 +92,10 @@ def run(args, res):
                                                       "sframe status"], [])):
                 if what == "core" and not os.path.exists(core):
                     continue
-                proc, error = g.run(session, gdb_args, sfunwind=path)
                 label = "%s path, %s" % (path, what)
-                res.check("%s: the SFrame-only session ran" % label, proc is not None, error)
+                proc = session_equal(g, res, label, session, gdb_args, path, want)
                 if proc is None:
                     continue
-                got = backtrace(proc.stdout)
-                res.check("%s: the backtrace equals the CFI build's (%d frames)" % (label, len(want)),
-                          got == want, "got %s\nwant %s\n%s" % (got, want, proc.stdout[-3000:] + proc.stderr))
                 m = re.search(r"%s path[^:]*: (\d+) frames unwound" % path, proc.stdout)
                 res.check("%s: sfunwind unwound the %d library frames" % (label, args.libraries),
                           m is not None and int(m.group(1)) >= args.libraries, proc.stdout[-2000:])
@@ -116,14 +121,10 @@ def check_at_breakpoint(g, res, n, program, noeh, at):
               proc.stdout[-3000:])
     for path in ("python", "native"):
         label = "%s path, core at f%d" % (path, n)
-        proc, error = g.run(["file " + noeh, "core-file " + at["sframe"], "bt", "sframe status"], [],
-                            sfunwind=path)
-        res.check("%s: the SFrame-only session ran" % label, proc is not None, error)
+        proc = session_equal(g, res, label, ["file " + noeh, "core-file " + at["sframe"], "bt", "sframe status"],
+                             [], path, want)
         if proc is None:
             continue
-        got = backtrace(proc.stdout)
-        res.check("%s: the backtrace equals the CFI build's (%d frames)" % (label, len(want)),
-                  got == want, "got %s\nwant %s\n%s" % (got, want, proc.stdout[-3000:] + proc.stderr))
         counts = {p: int(c) for p, c in re.findall(r"^(python|native) path[^:]*: (\d+) frames unwound",
                                                     proc.stdout, re.M)}
         # f1 ... fN and main.

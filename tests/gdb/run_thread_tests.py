@@ -18,7 +18,6 @@ usage: run_thread_tests.py --gdb GDB --loader LOADER [--runs host|chroot] [--cc 
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 
@@ -27,8 +26,6 @@ import gdb_harness as H
 SOURCE = os.path.join(H.HERE, "src", "threads.c")
 SESSION = ["break stop_here", "run", "maint flush register-cache", "frame",
            "thread 2", "echo @@worker\\n", "bt", "thread 1", "echo @@main\\n", "bt"]
-# "#1  0x... in call_through ()"; frame 0 at the start of a line shows no PC.
-FRAME = re.compile(r"^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(\S+)")
 
 
 def build(cc, work):
@@ -52,15 +49,14 @@ def backtraces(text):
         if line.startswith("@@"):
             current = out.setdefault(line[2:].strip(), [])
             continue
-        m = FRAME.match(line.strip())
-        if m and current is not None and int(m.group(1)) == len(current):
-            current.append((int(m.group(2), 16) if m.group(2) else None, m.group(3)))
+        frame = H.bt_frame(line)
+        if frame and current is not None and frame[0] == len(current):
+            current.append(frame[1:])
     return out
 
 
 def run(args, res):
-    cc = args.cc or shutil.which("cc") or shutil.which("gcc")
-    res.check("a C compiler is at hand", cc is not None, "no cc or gcc on PATH")
+    cc = H.c_compiler(args, res)
     if cc is None:
         return
     g = H.Gdb(args.gdb, args.loader, args.timeout)
