@@ -129,7 +129,9 @@ void ModuleTable::reset() {
 }
 
 void ModuleTable::rebuild() {
-    placed_.clear();
+    // Sorted once: Python places the modules one call each, so a program's
+    // n libraries rebuild this n times.
+    std::vector<Module> placed;
     ids_.clear();
     for (std::size_t i = 0; i < modules_.size(); ++i) {
         const auto& m = modules_[i];
@@ -141,8 +143,9 @@ void ModuleTable::rebuild() {
         mod.end = m.text_end + m.bias;
         mod.rows = m.rows;
         ids_[table_key(mod)] = static_cast<std::int32_t>(i);
-        placed_.add(std::move(mod));
+        placed.push_back(std::move(mod));
     }
+    placed_ = ModuleSet(std::move(placed));
 }
 
 std::int32_t ModuleTable::module_at(std::uint64_t pc) const noexcept {

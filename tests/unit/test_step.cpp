@@ -12,6 +12,8 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 using namespace sfunwind;
 using namespace sfunwind::sframe;
@@ -780,4 +782,39 @@ TEST_CASE("ABIs by name, and the psABIs' DWARF register names", "[abi]") {
     CHECK(!known_register_name(abi_s390x(), 32));
     CHECK(known_register_name(abi_ppc64(ByteOrder::Little), 65) == "lr");
     CHECK(!known_register_name(abi_ppc64(ByteOrder::Little), 64));
+}
+
+TEST_CASE("ModuleSet: built from a list, the same order and finds as one add() at a time") {
+    // Descending starts, as a process's libraries are mapped, and two
+    // modules at one start (both ways must keep them in the same order).
+    std::vector<Module> list;
+    for (std::uint64_t i = 0; i < 300; ++i) {
+        Module m;
+        m.name = "lib" + std::to_string(i);
+        m.begin = 0x7f0000000000 - i * 0x10000;
+        m.end = m.begin + 0x8000;
+        list.push_back(m);
+    }
+    Module twin = list[7];
+    twin.name = "twin";
+    list.push_back(twin);
+    ModuleSet one_by_one;
+    for (const Module& m : list)
+        one_by_one.add(m);
+    const ModuleSet sorted(list);
+    REQUIRE(sorted.modules().size() == one_by_one.modules().size());
+    for (std::size_t i = 0; i < sorted.modules().size(); ++i) {
+        CHECK(sorted.modules()[i].name == one_by_one.modules()[i].name);
+        CHECK(sorted.modules()[i].begin == one_by_one.modules()[i].begin);
+    }
+    for (const Module& m : list) {
+        for (const std::uint64_t pc : {m.begin, m.end - 1, m.end}) {
+            const Module* a = sorted.find(pc);
+            const Module* b = one_by_one.find(pc);
+            REQUIRE((a == nullptr) == (b == nullptr));
+            if (a != nullptr) CHECK(a->name == b->name);
+        }
+    }
+    CHECK(sorted.find(list[3].begin + 0x100)->name == "lib3");
+    CHECK(sorted.find(list[3].begin + 0x9000) == nullptr); // between two modules
 }

@@ -19,6 +19,11 @@ std::shared_ptr<const RowSource> sframe_rows(sframe::Section section,
         std::make_shared<const sframe::Section>(std::move(section)), kind, std::move(owner));
 }
 
+ModuleSet::ModuleSet(std::vector<Module> modules) : modules_(std::move(modules)) {
+    std::stable_sort(modules_.begin(), modules_.end(),
+                     [](const Module& a, const Module& b) { return a.begin < b.begin; });
+}
+
 void ModuleSet::add(Module module) {
     auto at = std::upper_bound(modules_.begin(), modules_.end(), module.begin,
                                [](std::uint64_t b, const Module& m) { return b < m.begin; });

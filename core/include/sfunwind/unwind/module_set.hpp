@@ -32,6 +32,13 @@ struct Module {
 
 class ModuleSet {
   public:
+    ModuleSet() = default;
+    // These modules, sorted once (stably: modules that start at the same
+    // address keep their order, as add() keeps it). add() moves the
+    // modules after the new one's place, so adding n modules costs n^2
+    // moves when they come in descending order, as a process's libraries
+    // usually do (mmap places each below the last).
+    explicit ModuleSet(std::vector<Module> modules);
     void add(Module module);
     // The module whose [begin, end) holds the runtime address, or null.
     const Module* find(std::uint64_t pc) const noexcept;
