@@ -30,7 +30,7 @@ class Session:
         self.unwinders = {}      # gdb.Progspace -> its SframeUnwinder
 
     # -- objfiles ----------------------------------------------------------
-    def _register_unwinder(self, objfile, module):
+    def _register_unwinder(self, objfile):
         # One unwinder for the program space finds a frame's module by its
         # PC: GDB tries every objfile's Python unwinders in turn, so one per
         # objfile made a frame in a program's 300th library 300 calls.

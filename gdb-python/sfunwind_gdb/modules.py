@@ -126,7 +126,7 @@ class Registry:
         module = self._open(objfile, listing)
         if module is not None:
             self.modules[name] = module
-            register_unwinder(objfile, module)
+            register_unwinder(objfile)
         return module
 
     def place(self):

@@ -408,7 +408,8 @@ class SframeUnwinder(gdb.unwinder.Unwinder):
         # the JIT reader (the native path) before Python unwinders, and the
         # reader cannot call back into Python: a frame it declined because
         # its module was not placed yet is unwound here, once placed.
-        if not (session.place_stale() and session.jit_loaded) and not engine.active:
+        placed_now = session.place_stale()
+        if not engine.active and not (placed_now and session.jit_loaded):
             return None
         registry = session.registry
         pc = engine.pc_of(pending_frame)
