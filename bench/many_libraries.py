@@ -3,7 +3,7 @@
 """Time to the first backtrace in a program of many shared libraries, a
 frame in each (tests/common/many_libraries.py): GDB with sfunwind (Python
 path, native path) on the SFrame-only build against the same GDB on the CFI
-build, live (`run`, `bt`) and from a core; LLDB with the plugin against the
+build, live (`run`, `bt`), from a core and under gdbserver; LLDB with the plugin against the
 same LLDB, live, with the plugin's debug files made before (warm) and with
 an empty cache (cold: every library's file made then); in one run, printed
 as ratios with the peak RSS (median time of alternating rounds, largest
@@ -11,7 +11,7 @@ RSS; the backtraces' function names checked equal). The debuggers load the
 libraries one after another, so what sfunwind does per library is paid
 that many times.
 
-usage: many_libraries.py [--gdb gdb --loader BUILD/gdb-python/sfunwind.py]
+usage: many_libraries.py [--gdb gdb --loader BUILD/gdb-python/sfunwind.py [--gdbserver gdbserver]]
                          [--lldb lldb-19 --lldb-plugin BUILD/plugin/libsfunwind_lldb.so]
                          [--libraries 300] [--rounds 5] [--cc cc]"""
 
@@ -45,12 +45,12 @@ def measure(label, case, cfi_cmd, sf_cmd, rounds, env=None, before_sframe=None):
                 rss[name] = max(rss[name], mb)
                 text[name] = output
     if not times["cfi"] or not times["sframe"]:
-        print("%-14s %-5s timed out" % (label, case))
+        print("%-14s %-9s timed out" % (label, case))
         return
     a, b = statistics.median(times["cfi"]), statistics.median(times["sframe"])
     fa, fb = first_bt.frames(text["cfi"]), first_bt.frames(text["sframe"])
     same = "%d equal" % len(fa) if fa == fb and fa else "DIFFERS (%d vs %d)" % (len(fa), len(fb))
-    print("%-14s %-5s %8.2f %8.2f %6.2f %8.1f %8.1f %6.2f  %s" % (label, case, a, b, b / a, rss["cfi"], rss["sframe"],
+    print("%-14s %-9s %8.2f %8.2f %6.2f %8.1f %8.1f %6.2f  %s" % (label, case, a, b, b / a, rss["cfi"], rss["sframe"],
                                                                rss["sframe"] / rss["cfi"], same))
 
 
@@ -58,6 +58,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gdb")
     ap.add_argument("--loader")
+    ap.add_argument("--gdbserver", help="for the remote rows (default: the one on PATH)")
     ap.add_argument("--lldb")
     ap.add_argument("--lldb-plugin")
     ap.add_argument("--libraries", type=int, default=300)
@@ -67,7 +68,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         cfi, sframe = many_libraries.build(args.cc, work, args.libraries)
         print("%d shared libraries; time in s, peak RSS in MB" % args.libraries)
-        print("%-14s %-5s %8s %8s %6s %8s %8s %6s  %s" % ("", "case", "CFI", "SFrame", "ratio", "CFI", "SFrame",
+        print("%-14s %-9s %8s %8s %6s %8s %8s %6s  %s" % ("", "case", "CFI", "SFrame", "ratio", "CFI", "SFrame",
                                                          "ratio", "frames"))
         if args.gdb and args.loader:
             core = {}
@@ -76,6 +77,9 @@ def main():
                 subprocess.run([args.gdb, "-nx", "-batch", "-ex", "run", "-ex", "gcore " + core[name], program],
                                capture_output=True, timeout=600)
             base = [args.gdb, "-nx", "-batch", "-ex", "set pagination off"]
+            gdbserver = args.gdbserver or shutil.which("gdbserver")
+            if gdbserver is None:
+                print("no gdbserver: the remote rows are left out (scripts/setup-host.sh installs it)")
             gdb_name = first_bt.version("gdb", args.gdb)
             for path in ("python", "native"):
                 # -iex: loaded before the program and core, as GDB loads an
@@ -86,6 +90,13 @@ def main():
                         base + load + ["-ex", "run", "-ex", "bt", "-ex", "kill", sframe], args.rounds)
                 measure(label, "core", base + [cfi, core["cfi"], "-ex", "bt"],
                         base + load + [sframe, core["sframe"], "-ex", "bt"], args.rounds)
+                if gdbserver:
+                    # The libraries are "target:" files: sfunwind reads
+                    # their SFrame from the target's memory.
+                    def remote(program):
+                        return ["-ex", "target remote | %s - %s" % (gdbserver, program), "-ex", "continue",
+                                "-ex", "bt", "-ex", "kill", program]
+                    measure(label, "gdbserver", base + remote(cfi), base + load + remote(sframe), args.rounds)
         if args.lldb and args.lldb_plugin:
             cache = os.path.join(work, "lldb-cache")
             env = dict(os.environ, SFUNWIND_LLDB_CACHE=cache)

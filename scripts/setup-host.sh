@@ -15,7 +15,7 @@ PACKAGES=(
   libc6-dbg python3
   catch2 libbenchmark-dev
   # debuggers
-  gdb gdb-multiarch lldb-19 liblldb-19-dev python3-lldb-19
+  gdb gdb-multiarch gdbserver lldb-19 liblldb-19-dev python3-lldb-19
   # sid chroot and foreign architectures
   debootstrap qemu-user
   binutils-aarch64-linux-gnu gcc-aarch64-linux-gnu libc6-dev-arm64-cross

@@ -43,7 +43,7 @@
 #   /usr/bin/{as,ld,objdump,readelf} = sid binutils 2.47 (SFrame v3 writer)
 #   clang-23 / lld-23 (`-Wa,--allow-experimental-sframe -Wa,--gsframe`, v2 PCREL)
 #   {aarch64,s390x}-linux-gnu-gcc (v3), qemu-aarch64, qemu-s390x
-#   gdb 18, gdb-multiarch, lldb-23, python3-lldb-23, liblldb-23-dev
+#   gdb 18, gdb-multiarch, gdbserver, lldb-23, python3-lldb-23, liblldb-23-dev
 # shellcheck disable=SC2016
 set -euo pipefail
 # (lint) single-quoted scripts below are expanded inside the chroot on purpose
@@ -57,7 +57,7 @@ RECIPE_VERSION=3   # bump to force an update of existing chroots
 
 SID_PACKAGES=(
   gcc g++ libc6-dev binutils cmake make ninja-build pkg-config python3 file
-  gdb gdb-multiarch lldb-23 python3-lldb-23 liblldb-23-dev clang-23 lld-23
+  gdb gdb-multiarch gdbserver lldb-23 python3-lldb-23 liblldb-23-dev clang-23 lld-23
   catch2 libboost-dev libelf-dev libdw-dev elfutils libsframe-dev libiberty-dev nlohmann-json3-dev
   libcapstone-dev
   libbenchmark-dev libc6-dbg

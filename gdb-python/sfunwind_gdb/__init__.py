@@ -22,7 +22,7 @@ class Session:
 
     def __init__(self, lib):
         self.lib = lib
-        self.registry = Registry(lib)
+        self.registry = Registry(lib, self._register_unwinder)
         self.engine = Engine(lib)
         self.path = PATH_PYTHON
         self.jit_loaded = False
@@ -45,11 +45,11 @@ class Session:
         first needs it (place_stale)."""
         try:
             if objfile is None:
-                added = self.registry.scan(self._register_unwinder)
+                added = self.registry.scan()
             else:
-                added = self.registry.add(objfile, self._register_unwinder)
+                added = self.registry.add(objfile)
             if place:
-                self.registry.place()
+                added += self.registry.place()
             self.scan_error = None
         except gdb.error as e:
             # No `info files` yet (no program): nothing to unwind.
@@ -61,8 +61,10 @@ class Session:
 
     def place_stale(self):
         """Places the modules if objfiles changed since they were placed:
-        one `info files` for every objfile GDB loaded meanwhile. True if it
-        placed them."""
+        one `info files` for every objfile GDB loaded meanwhile (and the
+        objfiles read from target memory opened with it). True if it placed
+        them. Called by the unwinder before its first frame after a change,
+        so no frame cached before holds the new modules' frames."""
         if not self.registry.stale:
             return False
         try:

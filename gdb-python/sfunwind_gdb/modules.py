@@ -14,7 +14,9 @@ core files and remote stubs alike (no /proc needed).
 from one listing when a bias is first needed after objfiles changed, not at
 each objfile GDB loads: a program with 300 shared libraries loads them one
 new_objfile event after another, and a listing per event made the start
-quadratic (15.6 s against GDB's own 0.6 s)."""
+quadratic (15.6 s against GDB's own 0.6 s). For the same reason an objfile
+read from target memory (which needs the listing to find its .sframe) is
+opened with the others at placement, not when it loads."""
 
 import bisect
 import os
@@ -75,13 +77,17 @@ class Registry:
     """The modules of the current program space, kept in step with GDB's
     objfiles by the event handlers in __init__.py."""
 
-    def __init__(self, lib):
+    def __init__(self, lib, register_unwinder):
         self.lib = lib
+        # Called with an objfile that has (or, read from the target, may
+        # have) SFrame: its program space needs the unwinder.
+        self.register_unwinder = register_unwinder
         self.modules = {}        # objfile filename -> Module
+        self.from_memory = {}    # filename -> objfile to open from target memory at placement
         self.without = set()     # filenames known to have no SFrame
         self.errors = {}         # filename -> why its SFrame could not be read
         self.stale = False       # objfiles changed since the modules were placed
-        self.listings = 0        # `info files` read to place the modules
+        self.listings = 0        # `info files` read (to place modules, to open them from memory)
         self._placed = []        # placed modules by run-time start (module_at)
         self._begins = []
 
@@ -91,54 +97,67 @@ class Registry:
         # stripped objfile they belong to has the bytes.
         return objfile.is_valid() and objfile.owner is None and objfile.filename
 
-    def scan(self, register_unwinder):
-        """Opens every new objfile's SFrame section and forgets the objfiles
+    def scan(self):
+        """Opens every new objfile's SFrame section from its file (those
+        read from target memory wait for place()) and forgets the objfiles
         gone. Returns the modules added. The load biases are left to
         place(): objfiles come and go (and GDB relocates a PIE executable
         when it starts) before a frame needs them."""
         added = []
         live = set()
-        listing = []    # `info files`, read once if an objfile is opened from memory
         for objfile in gdb.objfiles():
             if not self._wanted(objfile):
                 continue
             live.add(objfile.filename)
-            module = self._add(objfile, register_unwinder, listing)
+            module = self._add(objfile)
             if module is not None:
                 added.append(module)
-        for name in list(self.modules):
+        for name in list(self.modules) + list(self.from_memory):
             if name not in live:
                 self.forget(name)
-        self.stale = bool(self.modules)
+        self.stale = bool(self.modules or self.from_memory)
         return added
 
-    def add(self, objfile, register_unwinder):
+    def add(self, objfile):
         """scan() for the one objfile GDB just loaded: the others are known,
         and a program's libraries come one new_objfile event at a time."""
-        module = self._add(objfile, register_unwinder, []) if self._wanted(objfile) else None
-        self.stale = bool(self.modules)
+        module = self._add(objfile) if self._wanted(objfile) else None
+        self.stale = bool(self.modules or self.from_memory)
         return [] if module is None else [module]
 
-    def _add(self, objfile, register_unwinder, listing):
+    def _add(self, objfile):
         name = objfile.filename
-        if name in self.modules or name in self.without:
+        if name in self.modules or name in self.without or name in self.from_memory:
             return None
-        module = self._open(objfile, listing)
+        if not self._on_this_machine(name):
+            self.from_memory[name] = objfile
+            self.register_unwinder(objfile)
+            return None
+        module = self._open(objfile)
         if module is not None:
             self.modules[name] = module
-            register_unwinder(objfile)
+            self.register_unwinder(objfile)
         return module
 
     def place(self):
-        """(Re)computes every module's load bias from one `info files`
-        (gdb.error when GDB has none yet: no program)."""
+        """Opens the objfiles waiting to be read from target memory and
+        (re)computes every module's load bias, all from one `info files`
+        (gdb.error when GDB has none yet: no program). Returns the modules
+        it opened."""
         self.stale = False
-        if self.modules:
-            self.listings += 1
-            sections = section_addresses()
+        opened = []
+        if self.modules or self.from_memory:
+            sections = self._section_addresses()
+            waiting, self.from_memory = self.from_memory, {}
+            for name, objfile in waiting.items():
+                module = self._open_from_memory(objfile, sections) if objfile.is_valid() else None
+                if module is not None:
+                    self.modules[name] = module
+                    opened.append(module)
             for module in self.modules.values():
                 self._place(module, sections)
         self._index()
+        return opened
 
     def module_at(self, pc):
         """The placed module whose run-time FDE range holds pc (its end
@@ -156,42 +175,52 @@ class Registry:
         self._placed = placed
         self._begins = [m.runtime_range[0] for m in placed]
 
-    def _open(self, objfile, listing):
-        name = objfile.filename
-        path = name[len("target:"):] if name.startswith("target:") else name
-        try:
-            if not name.startswith("target:") and os.path.isfile(path):
-                module_id = self.lib.open_file(path)
-                source = "file"
-            else:
-                if not listing:
-                    listing.append(section_addresses())
-                module_id = self._open_from_memory(name, listing[0])
-                if module_id is None:
-                    self.without.add(name)
-                    return None
-                source = "target memory"
-        except native.NativeError as e:
-            # NOT_FOUND: the file simply has no SFrame (libc, ld.so).
-            if e.status != native.NOT_FOUND:
-                self.errors[name] = str(e)
-            self.without.add(name)
-            return None
-        return Module(objfile, module_id, self.lib.module_info(module_id), source)
+    def _section_addresses(self):
+        # Every listing is counted (`sframe status`): a test checks that a
+        # session makes a few, not one per objfile.
+        self.listings += 1
+        return section_addresses()
 
-    def _open_from_memory(self, name, sections):
-        mine = self._sections_of(name, sections)
-        where = mine.get(".sframe")
+    @staticmethod
+    def _on_this_machine(name):
+        # A remote target's files are "target:" paths, read by GDB through
+        # the stub; a file that is not here is read from the target too.
+        return not name.startswith("target:") and os.path.isfile(name)
+
+    def _open(self, objfile):
+        name = objfile.filename
+        try:
+            module_id = self.lib.open_file(name)
+        except native.NativeError as e:
+            self._no_sframe(name, e)
+            return None
+        return Module(objfile, module_id, self.lib.module_info(module_id), "file")
+
+    def _no_sframe(self, name, error):
+        # NOT_FOUND: the file simply has no SFrame (libc, ld.so).
+        if error.status != native.NOT_FOUND:
+            self.errors[name] = str(error)
+        self.without.add(name)
+
+    def _open_from_memory(self, objfile, sections):
+        name = objfile.filename
+        where = self._sections_of(name, sections).get(".sframe")
         if where is None:
+            self.without.add(name)
             return None
         start, end = where
         try:
             data = gdb.selected_inferior().read_memory(start, end - start).tobytes()
+            # Addresses in this section are then run-time ones: bias 0.
+            module_id = self.lib.open_bytes(data, start, name)
         except gdb.MemoryError:
             self.errors[name] = "cannot read .sframe at 0x%x from the target" % start
+            self.without.add(name)
             return None
-        # Addresses in this section are then run-time ones: bias 0.
-        return self.lib.open_bytes(data, start, name)
+        except native.NativeError as e:
+            self._no_sframe(name, e)
+            return None
+        return Module(objfile, module_id, self.lib.module_info(module_id), "target memory")
 
     @staticmethod
     def _sections_of(name, sections):
@@ -236,6 +265,7 @@ class Registry:
         return None
 
     def forget(self, name):
+        self.from_memory.pop(name, None)
         module = self.modules.pop(name, None)
         if module is not None and module.bias is not None:
             self.lib.unplace(module.id)
@@ -245,6 +275,7 @@ class Registry:
     def clear(self):
         self.stale = False
         self.modules.clear()
+        self.from_memory.clear()
         self._index()
         self.without.clear()
         self.errors.clear()

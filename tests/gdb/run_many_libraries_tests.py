@@ -11,12 +11,14 @@ path and with the native path, live and from a core, must equal what plain
 GDB shows on the CFI build, and sfunwind must have read the load addresses
 (`info files`, which lists every library's sections) a few times, not once
 per library (which made GDB's start quadratic in the libraries: 15 s for
-300 of them).
+300 of them). The same under gdbserver, where the libraries are "target:"
+files whose SFrame is read from the target's memory.
 
 usage: run_many_libraries_tests.py --gdb GDB --loader LOADER [--libraries N] [--cc cc]"""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -106,6 +108,7 @@ def run(args, res):
 
         if all(os.path.exists(c) for c in at.values()):
             check_at_breakpoint(g, res, args.libraries, program, noeh, at)
+        check_remote(g, res, args, program, noeh)
 
 
 def check_at_breakpoint(g, res, n, program, noeh, at):
@@ -135,8 +138,48 @@ def check_at_breakpoint(g, res, n, program, noeh, at):
                   counts == expect, proc.stdout[-2000:])
 
 
+def check_remote(g, res, args, program, noeh):
+    """The program under gdbserver: GDB names its libraries "target:..."
+    and sfunwind reads their .sframe from the target's memory, where it
+    finds them in `info files`. They are opened together when the modules
+    are placed: opened as each loaded, they took a listing each."""
+    gdbserver = args.gdbserver or shutil.which("gdbserver")
+    res.check("gdbserver is installed (scripts/setup-host.sh, the sid chroot)", gdbserver is not None)
+    if gdbserver is None:
+        return
+    n = args.libraries
+
+    def remote(prog):
+        return ["target remote | %s - %s" % (gdbserver, prog), "continue", "bt"]
+
+    proc, error = g.run(remote(program), [program], sfunwind=None)
+    res.check("remote reference: the CFI build's session under gdbserver ran", proc is not None, error)
+    if proc is None:
+        return
+    want = backtrace(proc.stdout)
+    res.check("remote reference: %d frames from f%d to main" % (len(want), n),
+              ("f%d" % n) in [f for _, f in want] and [f for _, f in want][-1:] == ["main"],
+              proc.stdout[-3000:] + proc.stderr[-2000:])
+    for path in ("python", "native"):
+        label = "%s path, under gdbserver" % path
+        proc = session_equal(g, res, label, remote(noeh) + ["sframe status"], [noeh], path, want)
+        if proc is None:
+            continue
+        from_target = re.findall(r"^  target:\S+: .*, from target memory; bias", proc.stdout, re.M)
+        res.check("%s: the %d libraries' SFrame was read from the target's memory (%d)"
+                  % (label, n, len(from_target)), len(from_target) == n, proc.stdout[-3000:])
+        m = re.search(r"%s path[^:]*: (\d+) frames unwound" % path, proc.stdout)
+        res.check("%s: sfunwind unwound the %d library frames" % (label, n),
+                  m is not None and int(m.group(1)) >= n, proc.stdout[-2000:])
+        m = re.search(r"`info files` read (\d+) times", proc.stdout)
+        res.check("%s: the load addresses were listed at most %d times for %d libraries (%s)"
+                  % (label, MAX_LISTINGS, n, m.group(1) if m else "no count"),
+                  m is not None and int(m.group(1)) <= MAX_LISTINGS, proc.stdout[-2000:])
+
+
 if __name__ == "__main__":
     ap = H.parser(__doc__)  # --runs: the program is built here, for either
     ap.add_argument("--cc", help="the C compiler (default: cc)")
     ap.add_argument("--libraries", type=int, default=120, help="how many shared libraries (default 120)")
+    ap.add_argument("--gdbserver", help="gdbserver for the remote sessions (default: the one on PATH)")
     H.main(run, ap, ok_detail=False)  # the details are sessions: shown for failures
