@@ -116,6 +116,36 @@ TEST_CASE("decode memo: SQLite's functions decode the same with it, at their sta
     }
 }
 
+TEST_CASE("decode memo: a memo that stays small (hashed lengths, entries replaced) decodes the "
+          "same",
+          "[callee_saved]") {
+    // 2^8 entries: the table of lengths has 2^10 slots, so starts share
+    // them, and most of SQLite's encodings replace others.
+    const auto large = test::source_dir() / "tests" / "fixtures" / "large";
+    const auto tracked = untracked_callee_saved(abi_amd64());
+    const elf::ElfFile file = test::open_elf((large / "sqlite3-gas-2.47").string());
+    auto section = file.sframe();
+    REQUIRE(section);
+    DecodeMemo memo(8);
+    std::size_t instructions = 0;
+    for (std::uint32_t i = 0; i < section->fde_count(); ++i) {
+        auto fde = section->fde(i);
+        if (!fde || fde->size < 2) continue;
+        auto bytes = file.loaded_bytes(fde->start, fde->size);
+        REQUIRE(bytes);
+        Code want;
+        Code got;
+        REQUIRE(decode_x86_64(fde->start, *bytes, tracked, want, nullptr));
+        REQUIRE(decode_x86_64(fde->start, *bytes, tracked, got, &memo));
+        require_same(want, got);
+        instructions += want.instructions.size();
+    }
+    CHECK(instructions > 100000);
+    // Fewer than with 2^15 entries, but some: the common encodings stay.
+    CHECK(memo.hits() > instructions / 10);
+    CHECK(memo.hits() + memo.misses() >= instructions);
+}
+
 TEST_CASE("decode memo: AArch64 functions decode the same with it, at their starts and one "
           "instruction in",
           "[callee_saved]") {

@@ -59,6 +59,12 @@ class Ahead {
         index_.reserve(functions_.size());
         for (std::size_t i = 0; i < functions_.size(); ++i)
             index_.emplace(functions_[i].start, i);
+        // A thread for every window's worth of functions at most: a small
+        // library's few functions take less time than starting a thread
+        // and its memo (300 small libraries started 300 threads in LLDB's
+        // first start).
+        threads = static_cast<unsigned>(
+            std::clamp<std::size_t>(functions_.size() / per_thread, 1, threads));
         try {
             // Room first: a thread that started must never be dropped joinable.
             workers_.reserve(threads);

@@ -17,6 +17,9 @@ constexpr std::uint8_t returns_flag = 2;
 constexpr std::uint8_t padding_flag = 4;
 constexpr std::uint8_t recent_flag = 8;
 
+// The table's size at its first remember(): 2^6 instructions, 4 KB.
+constexpr unsigned first_bits = 6;
+
 bool has_target(const Instruction& in) {
     return in.flow == Flow::Jump || in.flow == Flow::Branch || in.direct_call;
 }
@@ -79,6 +82,31 @@ void DecodeMemo::grow() {
     filled_ = 0;
     for (const Entry& e : old)
         if (e.size != 0 && store(e, hash_of(std::span(e.encoding.data(), e.size)))) ++filled_;
+    rebuild_lengths();
+}
+
+std::size_t DecodeMemo::length_slot(std::uint8_t b0, std::uint8_t b1) const noexcept {
+    // An odd multiplier permutes the 2^16 starts, so that the table of every
+    // start (lengths_bits 16) is exact and a smaller one takes the product's
+    // high bits, which every bit of both bytes reaches.
+    constexpr std::uint32_t odd = 0x9e37;
+    const unsigned lengths_bits = std::min(16U, table_bits_ + 2);
+    const std::uint32_t start = std::uint32_t{b0} | std::uint32_t{b1} << 8;
+    return static_cast<std::size_t>(((start * odd) & 0xffffU) >> (16 - lengths_bits));
+}
+
+void DecodeMemo::note_length(std::span<const std::uint8_t> encoding) {
+    if (encoding.size() == 1)
+        single_[encoding[0]] = true;
+    else
+        lengths_[length_slot(encoding[0], encoding[1])] |=
+            static_cast<std::uint16_t>(1U << encoding.size());
+}
+
+void DecodeMemo::rebuild_lengths() {
+    lengths_.assign(std::size_t{1} << std::min(16U, table_bits_ + 2), 0);
+    for (const Entry& e : entries_)
+        if (e.size >= 2) note_length(std::span(e.encoding.data(), e.size));
 }
 
 bool DecodeMemo::pack(const Instruction& in, std::span<const RegisterAccess> accesses,
@@ -151,9 +179,7 @@ std::size_t DecodeMemo::lookup(std::uint64_t address, std::span<const std::uint8
                                Code& out) {
     // Lengths 1 and up to max_encoding: those whose first bytes have had one.
     std::uint32_t lengths = single_[code[0]] ? 1U << 1 : 0U;
-    if (code.size() >= 2)
-        lengths |=
-            lengths_[static_cast<std::size_t>(code[0]) | static_cast<std::size_t>(code[1]) << 8];
+    if (code.size() >= 2) lengths |= lengths_[length_slot(code[0], code[1])];
     const std::size_t longest = std::min(code.size(), max_encoding);
     std::uint64_t hash = fnv_offset;
     for (std::size_t n = 1; n <= longest && (lengths >> n) != 0; ++n) {
@@ -183,19 +209,14 @@ void DecodeMemo::remember(std::span<const std::uint8_t> encoding, const Code& co
     Entry packed;
     if (!pack(in, code.saves_and_loads(in), encoding, packed)) return;
     if (entries_.empty()) {
-        table_bits_ = std::min(bits_, 10U);
+        table_bits_ = std::min(bits_, first_bits);
         entries_.resize(std::size_t{1} << table_bits_);
-        lengths_.assign(std::size_t{1} << 16, 0);
+        rebuild_lengths();
     } else if (table_bits_ < bits_ && 2 * filled_ >= entries_.size()) {
         grow();
     }
     if (store(packed, hash_of(encoding))) ++filled_;
-    if (encoding.size() == 1)
-        single_[encoding[0]] = true;
-    else
-        lengths_[static_cast<std::size_t>(encoding[0]) | static_cast<std::size_t>(encoding[1])
-                                                             << 8] |=
-            static_cast<std::uint16_t>(1U << encoding.size());
+    note_length(encoding);
 }
 
 } // namespace sfunwind::callee_saved::detail

@@ -40,11 +40,13 @@ class DecodeMemo {
     static constexpr std::size_t max_accesses = 2;
 
     // A table of up to 2^bits instructions (64 bytes each) in sets of two.
-    // It starts at 2^10 at the first remember() and doubles when half of it
-    // is filled: a module's translation makes a memo per thread, and most
-    // of a program's libraries have far fewer distinct instructions than
-    // 2^15 (zero-filling 2 MB per thread was 3.5 % of LLDB's first start on
-    // 300 small libraries).
+    // It starts at 2^6 at the first remember() and doubles when half of it
+    // is filled, and so does the table of lengths (lengths_): a module's
+    // translation makes a memo per thread, and most of a program's
+    // libraries have far fewer distinct instructions than 2^15 (zero-filling
+    // 2 MB per thread was 3.5 % of LLDB's first start on 300 small
+    // libraries; 192 KB, the first table and a lengths table of every
+    // two-byte start, still cost each of those libraries 48 page faults).
     explicit DecodeMemo(unsigned bits = 15) : bits_(bits < 2 ? 2 : bits > 24 ? 24 : bits) {}
 
     // Forgets every instruction when `decoder` or `tracked` differs from
@@ -101,13 +103,21 @@ class DecodeMemo {
     bool store(const Entry& packed, std::uint64_t hash);
     // Doubles the table, keeping every entry.
     void grow();
+    // The lengths_ slot of an encoding that starts with b0 b1.
+    std::size_t length_slot(std::uint8_t b0, std::uint8_t b1) const noexcept;
+    // Notes that an encoding of that size starts with its first bytes.
+    void note_length(std::span<const std::uint8_t> encoding);
+    // Sizes lengths_ to the table and notes every entry's length in it.
+    void rebuild_lengths();
 
     unsigned bits_;           // the most the table grows to
     unsigned table_bits_ = 0; // the table's size now: 2^table_bits_ entries
     std::size_t filled_ = 0;  // its entries in use
     std::vector<Entry> entries_;
-    // Bit n of lengths_[b0 | b1 << 8]: an encoding of n bytes starting with
-    // b0 b1 was remembered (its entry may since have been replaced);
+    // Bit n of lengths_[length_slot(b0, b1)]: an encoding of n bytes starting
+    // with b0 b1, or with another start of the same slot, was remembered
+    // (its entry may since have been replaced); 2^(table_bits_ + 2) slots,
+    // one per start (2^16) when the table is 2^14 or more;
     // single_[b0]: the 1-byte encoding b0 was. They spare looking up lengths
     // no encoding with those first bytes has.
     std::vector<std::uint16_t> lengths_;

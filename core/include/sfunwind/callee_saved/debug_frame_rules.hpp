@@ -38,7 +38,8 @@ struct FunctionRange {
 };
 
 // The same answers, analysed ahead on `threads` threads (0: one per core, at
-// most 8; the caller's counts as one): `functions` lists the functions in
+// most 8; the caller's counts as one; one per 64 functions at most, so that
+// a small library's translation starts none): `functions` lists the functions in
 // the order the writer asks for them (its FDE order). Worker threads, which
 // live as long as the result, analyse the next ones, at most 64 per thread
 // ahead of the writer's last request; the caller's thread analyses too
