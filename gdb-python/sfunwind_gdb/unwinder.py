@@ -52,6 +52,12 @@ class Counters:
 # native.SavedRegister's layout, in the host's byte order (the library's).
 _SAVED = struct.Struct("=HB5xQ")
 assert _SAVED.size == ctypes.sizeof(native.SavedRegister)
+# native.UnwindResult's pc, sp, fp, cfa and func_start, and saved_count:
+# one unpack gives them all (ctypes makes an object per field access).
+_RESULT = struct.Struct("=5Q")
+_SAVED_COUNT = struct.Struct("=I")
+assert _RESULT.size == native.UnwindResult.module.offset
+assert (native.UnwindResult.pc.offset, native.UnwindResult.func_start.offset) == (0, 32)
 
 # gdb.Type codes of registers whose value is an address or an integer: a
 # floating-point register's value would convert to a number, not its bits.
@@ -161,7 +167,9 @@ class Engine:
         # The result's saved registers as bytes (a live view of the
         # structure the library writes).
         offset = native.UnwindResult.saved.offset
-        self._saved_view = memoryview(self._result).cast("B")[offset:offset + ctypes.sizeof(self._result.saved)]
+        self._result_view = memoryview(self._result).cast("B")
+        self._saved_view = self._result_view[offset:offset + ctypes.sizeof(self._result.saved)]
+        self._saved_count_at = native.UnwindResult.saved_count.offset
         self._unwind_raw = lib.unwind_raw
         self._read_cb = native.READ_FN(self._read_memory)
         self._reg_cb = native.REG_FN(self._read_dwarf_register)
@@ -282,26 +290,27 @@ class Engine:
         self._cur_pf = None
         if status != native.OK:
             return self._failed(status)
-        res = self._result
+        view = self._result_view
+        pc_out, sp, fp, cfa_number, func_start = _RESULT.unpack_from(view)
         code = self._code
         if self._cast is None:
             self._learn_cast(pf)
-        cfa = gdb.Value(res.cfa)
-        info = pf.create_unwind_info(FrameId(cfa, code.get(res.func_start)))
-        info.add_saved_register(self._pc_id, self._pc_values.get(res.pc))
+        cfa = gdb.Value(cfa_number)
+        info = pf.create_unwind_info(FrameId(cfa, code.get(func_start)))
+        info.add_saved_register(self._pc_id, self._pc_values.get(pc_out))
         if self._cast:
-            sp_out = self._sp_values.new(res.sp)
+            sp_out = self._sp_values.new(sp)
         else:
-            sp_out = cfa if res.sp == res.cfa else gdb.Value(res.sp)
+            sp_out = cfa if sp == cfa_number else gdb.Value(sp)
         info.add_saved_register(self._sp_id, sp_out)
         if self._pseudo_pc is not None:
-            info.add_saved_register(self._pseudo_pc, code.get(res.pc))
+            info.add_saved_register(self._pseudo_pc, code.get(pc_out))
         # The FP: restored from the stack, or this frame's own.
-        info.add_saved_register(self._fp_id, self._fp_values.get(res.fp))
+        info.add_saved_register(self._fp_id, self._fp_values.get(fp))
         # The callee-saved registers the function's code shows where it
         # keeps; the others stay <not saved>. Read as (reg, kind, value)
         # tuples in one call: ctypes builds an object per field access.
-        count = res.saved_count
+        count = _SAVED_COUNT.unpack_from(view, self._saved_count_at)[0]
         if count:
             slots = self._saved_slots
             add = info.add_saved_register
