@@ -10,6 +10,7 @@
 #include "support.hpp"
 
 #include <cstdint>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,35 +79,48 @@ void require_same(const Code& want, const Code& got) {
 
 } // namespace
 
+namespace {
+
+// Decodes every x86-64 function of the SQLite fixture `name` with Capstone
+// and with `memo`, `skip` bytes in, and requires the same instructions;
+// returns how many there were.
+std::size_t decode_sqlite_functions(const char* name, DecodeMemo& memo,
+                                    std::initializer_list<std::size_t> skips) {
+    const auto large = test::source_dir() / "tests" / "fixtures" / "large";
+    const auto tracked = untracked_callee_saved(abi_amd64());
+    const elf::ElfFile file = test::open_elf((large / name).string());
+    auto section = file.sframe();
+    REQUIRE(section);
+    std::size_t instructions = 0;
+    for (std::uint32_t i = 0; i < section->fde_count(); ++i) {
+        auto fde = section->fde(i);
+        if (!fde || fde->size < 2) continue;
+        auto bytes = file.loaded_bytes(fde->start, fde->size);
+        REQUIRE(bytes);
+        for (const std::size_t skip : skips) {
+            const auto code = bytes->subspan(skip);
+            Code want;
+            Code got;
+            REQUIRE(decode_x86_64(fde->start + skip, code, tracked, want, nullptr));
+            REQUIRE(decode_x86_64(fde->start + skip, code, tracked, got, &memo));
+            require_same(want, got);
+            instructions += want.instructions.size();
+        }
+    }
+    return instructions;
+}
+
+} // namespace
+
 TEST_CASE("decode memo: SQLite's functions decode the same with it, at their starts and one byte "
           "in",
           "[callee_saved]") {
-    const auto large = test::source_dir() / "tests" / "fixtures" / "large";
-    const auto tracked = untracked_callee_saved(abi_amd64());
     for (const char* name : {"sqlite3-gas-2.47", "sqlite3-clang-23"}) {
         INFO(name);
-        const elf::ElfFile file = test::open_elf((large / name).string());
-        auto section = file.sframe();
-        REQUIRE(section);
         DecodeMemo memo;
-        std::size_t instructions = 0;
-        for (std::uint32_t i = 0; i < section->fde_count(); ++i) {
-            auto fde = section->fde(i);
-            if (!fde || fde->size < 2) continue;
-            auto bytes = file.loaded_bytes(fde->start, fde->size);
-            REQUIRE(bytes);
-            // One byte in: what a decoder meets in data, or in the middle
-            // of an instruction (encodings the memo has seen, cut short).
-            for (const std::size_t skip : {std::size_t{0}, std::size_t{1}}) {
-                const auto code = bytes->subspan(skip);
-                Code want;
-                Code got;
-                REQUIRE(decode_x86_64(fde->start + skip, code, tracked, want, nullptr));
-                REQUIRE(decode_x86_64(fde->start + skip, code, tracked, got, &memo));
-                require_same(want, got);
-                instructions += want.instructions.size();
-            }
-        }
+        // One byte in: what a decoder meets in data, or in the middle of an
+        // instruction (encodings the memo has seen, cut short).
+        const std::size_t instructions = decode_sqlite_functions(name, memo, {0, 1});
         // Most instructions repeat an encoding: the memo gives them.
         CHECK(instructions > 200000);
         CHECK(memo.hits() > instructions / 2);
@@ -121,25 +135,8 @@ TEST_CASE("decode memo: a memo that stays small (hashed lengths, entries replace
           "[callee_saved]") {
     // 2^8 entries: the table of lengths has 2^10 slots, so starts share
     // them, and most of SQLite's encodings replace others.
-    const auto large = test::source_dir() / "tests" / "fixtures" / "large";
-    const auto tracked = untracked_callee_saved(abi_amd64());
-    const elf::ElfFile file = test::open_elf((large / "sqlite3-gas-2.47").string());
-    auto section = file.sframe();
-    REQUIRE(section);
     DecodeMemo memo(8);
-    std::size_t instructions = 0;
-    for (std::uint32_t i = 0; i < section->fde_count(); ++i) {
-        auto fde = section->fde(i);
-        if (!fde || fde->size < 2) continue;
-        auto bytes = file.loaded_bytes(fde->start, fde->size);
-        REQUIRE(bytes);
-        Code want;
-        Code got;
-        REQUIRE(decode_x86_64(fde->start, *bytes, tracked, want, nullptr));
-        REQUIRE(decode_x86_64(fde->start, *bytes, tracked, got, &memo));
-        require_same(want, got);
-        instructions += want.instructions.size();
-    }
+    const std::size_t instructions = decode_sqlite_functions("sqlite3-gas-2.47", memo, {0});
     CHECK(instructions > 100000);
     // Fewer than with 2^15 entries, but some: the common encodings stay.
     CHECK(memo.hits() > instructions / 10);
