@@ -29,12 +29,17 @@ from . import native
 # "\t0x0000555555556198 - 0x000055555555627b is .sframe in /path/lib.so"
 _INFO_FILES_LINE = re.compile(r"^\s*(0x[0-9a-fA-F]+) - (0x[0-9a-fA-F]+) is (\S+)(?: in (.*))?$")
 
+# The sections a module is placed by, in the order tried: the SFrame
+# section itself, else code whose link-time address the file gives.
+PLACING_SECTIONS = (".sframe", ".text", ".plt")
+
 
 def section_addresses():
-    """{file name or None (the executable): {section: (start, end)}} from
-    `info files`: the exec file's and shared libraries' sections, as listed
-    under the native process, the remote target or "Local exec file:". A
-    core file's own sections ("load1", ...) are left out."""
+    """{file name or None (the executable): {section: (start, end)}} of the
+    PLACING_SECTIONS, from `info files`: the exec file's and shared
+    libraries' sections, as listed under the native process, the remote
+    target or "Local exec file:". A core file's own sections ("load1", ...)
+    are left out."""
     text = gdb.execute("info files", to_string=True)
     out = {}
     in_core = False
@@ -43,6 +48,11 @@ def section_addresses():
             in_core = line.startswith("Local core dump file")
             continue
         if in_core:
+            continue
+        # Most lines are other sections (20 an objfile): a string test
+        # before the regex (300 libraries list 5,800 lines).
+        at = line.find(" is .")
+        if at < 0 or not line.startswith(PLACING_SECTIONS, at + 4):
             continue
         m = _INFO_FILES_LINE.match(line)
         if not m:
@@ -254,7 +264,7 @@ class Registry:
         module.error = None
 
     def _bias(self, module, mine):
-        for name in (".sframe", ".text", ".plt"):
+        for name in PLACING_SECTIONS:
             runtime = mine.get(name)
             if runtime is None:
                 continue
