@@ -33,6 +33,10 @@ _INFO_FILES_LINE = re.compile(r"^\s*(0x[0-9a-fA-F]+) - (0x[0-9a-fA-F]+) is (\S+)
 # section itself, else code whose link-time address the file gives.
 PLACING_SECTIONS = (".sframe", ".text", ".plt")
 
+# The most of a .sframe section read from target memory: the section of a
+# program of about 3 GB of code (the big program's is 1.3 MB for 15 MB).
+MAX_SFRAME_FROM_TARGET = 256 << 20
+
 
 def section_addresses():
     """{file name or None (the executable): {section: (start, end)}} of the
@@ -219,12 +223,21 @@ class Registry:
             self.without.add(name)
             return None
         start, end = where
+        size = end - start
+        if size > MAX_SFRAME_FROM_TARGET:
+            # The size is the file's section header's: a hostile or broken
+            # one made GDB allocate it whole for read_memory ("virtual
+            # memory exhausted", GDB's session lost).
+            self.errors[name] = ".sframe at 0x%x is %d bytes by its section header, more than the %d MiB" \
+                " sfunwind reads from a target" % (start, size, MAX_SFRAME_FROM_TARGET >> 20)
+            self.without.add(name)
+            return None
         try:
-            data = gdb.selected_inferior().read_memory(start, end - start).tobytes()
+            data = gdb.selected_inferior().read_memory(start, size).tobytes()
             # Addresses in this section are then run-time ones: bias 0.
             module_id = self.lib.open_bytes(data, start, name)
-        except gdb.MemoryError:
-            self.errors[name] = "cannot read .sframe at 0x%x from the target" % start
+        except (gdb.MemoryError, gdb.error, OverflowError) as e:
+            self.errors[name] = "cannot read .sframe at 0x%x (%d bytes) from the target: %s" % (start, size, e)
             self.without.add(name)
             return None
         except native.NativeError as e:

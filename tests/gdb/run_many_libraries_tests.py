@@ -175,6 +175,35 @@ def check_remote(g, res, args, program, noeh):
         res.check("%s: the load addresses were listed at most %d times for %d libraries (%s)"
                   % (label, MAX_LISTINGS, n, m.group(1) if m else "no count"),
                   m is not None and int(m.group(1)) <= MAX_LISTINGS, proc.stdout[-2000:])
+    check_remote_claim(g, res, remote, noeh, want)
+
+
+def check_remote_claim(g, res, remote, noeh, want):
+    """lib1.so's section header claims a 1 TiB .sframe (the program loads by
+    its program headers, unchanged). Read from the target at that size, it
+    made GDB allocate 1 TiB and end the session ("virtual memory
+    exhausted"): the library is refused with the size in the error, and
+    every other library's frame is unwound. Last: lib1.so is patched in
+    place."""
+    lib1 = os.path.join(os.path.dirname(noeh), "lib1.so")
+    patch = os.path.join(H.HERE, "..", "fixtures", "patch_sframe.py")
+    subprocess.run([sys.executable, patch, lib1, lib1 + ".claim", "claim", str(1 << 40)], check=True)
+    os.replace(lib1 + ".claim", lib1)
+    label = "python path, under gdbserver, lib1.so claiming a 1 TiB .sframe"
+    proc, error = g.run(remote(noeh) + ["sframe status"], [noeh], sfunwind="python")
+    res.check("%s: the session ran to its end" % label,
+              proc is not None and proc.returncode == 0 and "internal-error" not in proc.stdout + proc.stderr,
+              error or (proc.stdout[-2000:] + proc.stderr[-2000:]))
+    if proc is None:
+        return
+    refused = re.search(r"^  target:\S+/lib1\.so: SFrame not usable: \.sframe at 0x[0-9a-f]+ is %d bytes"
+                        % (1 << 40), proc.stdout, re.M)
+    res.check("%s: sframe status refuses lib1.so, naming the size" % label, refused is not None,
+              proc.stdout[-2000:])
+    got = backtrace(proc.stdout)
+    upto_f2 = [f for _, f in want].index("f2") + 1
+    res.check("%s: the frames down to f2 equal the CFI build's (%d)" % (label, upto_f2),
+              got[:upto_f2] == want[:upto_f2], "got %s\nwant %s" % (got[:upto_f2], want[:upto_f2]))
 
 
 if __name__ == "__main__":
