@@ -63,8 +63,9 @@ class Session:
         """Places the modules if objfiles changed since they were placed:
         one `info files` for every objfile GDB loaded meanwhile (and the
         objfiles read from target memory opened with it). True if it placed
-        them. Called by the unwinder before its first frame after a change,
-        so no frame cached before holds the new modules' frames."""
+        them. The unwinder calls it at the first frame it is asked for
+        after objfiles changed, so that frame and the later ones are
+        unwound with the new modules."""
         if not self.registry.stale:
             return False
         try:

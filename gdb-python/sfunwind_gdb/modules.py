@@ -236,7 +236,7 @@ class Registry:
             data = gdb.selected_inferior().read_memory(start, size).tobytes()
             # Addresses in this section are then run-time ones: bias 0.
             module_id = self.lib.open_bytes(data, start, name)
-        except (gdb.MemoryError, gdb.error, OverflowError) as e:
+        except (gdb.error, OverflowError) as e:  # gdb.MemoryError is a gdb.error
             self.errors[name] = "cannot read .sframe at 0x%x (%d bytes) from the target: %s" % (start, size, e)
             self.without.add(name)
             return None
