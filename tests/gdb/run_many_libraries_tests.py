@@ -19,6 +19,7 @@ usage: run_many_libraries_tests.py --gdb GDB --loader LOADER [--libraries N] [--
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -138,6 +139,25 @@ def check_at_breakpoint(g, res, n, program, noeh, at):
                   counts == expect, proc.stdout[-2000:])
 
 
+def stop_gdbservers(program):
+    """Ends the gdbserver processes still serving `program`. Seen here: when
+    GDB died (the bug check_remote_claim tests), its gdbserver went on
+    running on a core, its pipe closed."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if os.path.basename(argv[0]) == b"gdbserver" and os.fsencode(program) in argv:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def check_remote(g, res, args, program, noeh):
     """The program under gdbserver: GDB names its libraries "target:..."
     and sfunwind reads their .sframe from the target's memory, where it
@@ -153,6 +173,7 @@ def check_remote(g, res, args, program, noeh):
         return ["target remote | %s - %s" % (gdbserver, prog), "continue", "bt"]
 
     proc, error = g.run(remote(program), [program], sfunwind=None)
+    stop_gdbservers(program)
     res.check("remote reference: the CFI build's session under gdbserver ran", proc is not None, error)
     if proc is None:
         return
@@ -163,6 +184,7 @@ def check_remote(g, res, args, program, noeh):
     for path in ("python", "native"):
         label = "%s path, under gdbserver" % path
         proc = session_equal(g, res, label, remote(noeh) + ["sframe status"], [noeh], path, want)
+        stop_gdbservers(noeh)
         if proc is None:
             continue
         from_target = re.findall(r"^  target:\S+: .*, from target memory; bias", proc.stdout, re.M)
@@ -191,6 +213,7 @@ def check_remote_claim(g, res, remote, noeh, want):
     os.replace(lib1 + ".claim", lib1)
     label = "python path, under gdbserver, lib1.so claiming a 1 TiB .sframe"
     proc, error = g.run(remote(noeh) + ["sframe status"], [noeh], sfunwind="python")
+    stop_gdbservers(noeh)
     res.check("%s: the session ran to its end" % label,
               proc is not None and proc.returncode == 0 and "internal-error" not in proc.stdout + proc.stderr,
               error or (proc.stdout[-2000:] + proc.stderr[-2000:]))
