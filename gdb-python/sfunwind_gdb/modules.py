@@ -197,8 +197,9 @@ class Registry:
 
     @staticmethod
     def _on_this_machine(name):
-        # A remote target's files are "target:" paths, read by GDB through
-        # the stub; a file that is not here is read from the target too.
+        # A remote target's files are "target:" paths, which GDB reads
+        # through gdbserver (or another remote target); a file that is not
+        # on this machine is read from the target's memory too.
         return not name.startswith("target:") and os.path.isfile(name)
 
     def _open(self, objfile):

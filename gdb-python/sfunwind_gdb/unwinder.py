@@ -52,12 +52,12 @@ class Counters:
 # native.SavedRegister's layout, in the host's byte order (the library's).
 _SAVED = struct.Struct("=HB5xQ")
 assert _SAVED.size == ctypes.sizeof(native.SavedRegister)
-# native.UnwindResult's pc, sp, fp, cfa and func_start, and saved_count:
-# one unpack gives them all (ctypes makes an object per field access).
-_RESULT = struct.Struct("=5Q")
-_SAVED_COUNT = struct.Struct("=I")
-assert _RESULT.size == native.UnwindResult.module.offset
+# native.UnwindResult's pc, sp, fp, cfa, func_start and saved_count (the
+# fields between them skipped): one unpack gives them all, where ctypes
+# makes an object per field access.
+_RESULT = struct.Struct("=5Q20xI")
 assert (native.UnwindResult.pc.offset, native.UnwindResult.func_start.offset) == (0, 32)
+assert _RESULT.size == native.UnwindResult.saved_count.offset + 4
 
 # gdb.Type codes of registers whose value is an address or an integer: a
 # floating-point register's value would convert to a number, not its bits.
@@ -169,7 +169,6 @@ class Engine:
         offset = native.UnwindResult.saved.offset
         self._result_view = memoryview(self._result).cast("B")
         self._saved_view = self._result_view[offset:offset + ctypes.sizeof(self._result.saved)]
-        self._saved_count_at = native.UnwindResult.saved_count.offset
         self._unwind_raw = lib.unwind_raw
         self._read_cb = native.READ_FN(self._read_memory)
         self._reg_cb = native.REG_FN(self._read_dwarf_register)
@@ -290,8 +289,7 @@ class Engine:
         self._cur_pf = None
         if status != native.OK:
             return self._failed(status)
-        view = self._result_view
-        pc_out, sp, fp, cfa_number, func_start = _RESULT.unpack_from(view)
+        pc_out, sp, fp, cfa_number, func_start, count = _RESULT.unpack_from(self._result_view)
         code = self._code
         if self._cast is None:
             self._learn_cast(pf)
@@ -310,7 +308,6 @@ class Engine:
         # The callee-saved registers the function's code shows where it
         # keeps; the others stay <not saved>. Read as (reg, kind, value)
         # tuples in one call: ctypes builds an object per field access.
-        count = _SAVED_COUNT.unpack_from(view, self._saved_count_at)[0]
         if count:
             slots = self._saved_slots
             add = info.add_saved_register

@@ -87,12 +87,11 @@ void DecodeMemo::grow() {
 
 std::size_t DecodeMemo::length_slot(std::uint8_t b0, std::uint8_t b1) const noexcept {
     // An odd multiplier permutes the 2^16 starts, so that the table of every
-    // start (lengths_bits 16) is exact and a smaller one takes the product's
-    // high bits, which every bit of both bytes reaches.
+    // start (shift 0) is exact and a smaller one takes the product's high
+    // bits, which every bit of both bytes reaches.
     constexpr std::uint32_t odd = 0x9e37;
-    const unsigned lengths_bits = std::min(16U, table_bits_ + 2);
     const std::uint32_t start = std::uint32_t{b0} | std::uint32_t{b1} << 8;
-    return static_cast<std::size_t>(((start * odd) & 0xffffU) >> (16 - lengths_bits));
+    return static_cast<std::size_t>(((start * odd) & 0xffffU) >> lengths_shift_);
 }
 
 void DecodeMemo::note_length(std::span<const std::uint8_t> encoding) {
@@ -104,7 +103,9 @@ void DecodeMemo::note_length(std::span<const std::uint8_t> encoding) {
 }
 
 void DecodeMemo::rebuild_lengths() {
-    lengths_.assign(std::size_t{1} << std::min(16U, table_bits_ + 2), 0);
+    const unsigned lengths_bits = std::min(16U, table_bits_ + 2);
+    lengths_shift_ = 16 - lengths_bits;
+    lengths_.assign(std::size_t{1} << lengths_bits, 0);
     for (const Entry& e : entries_)
         if (e.size >= 2) note_length(std::span(e.encoding.data(), e.size));
 }

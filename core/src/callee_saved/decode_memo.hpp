@@ -121,6 +121,7 @@ class DecodeMemo {
     // single_[b0]: the 1-byte encoding b0 was. They spare looking up lengths
     // no encoding with those first bytes has.
     std::vector<std::uint16_t> lengths_;
+    unsigned lengths_shift_ = 16; // length_slot()'s shift: 16 - log2(lengths_.size())
     std::array<bool, 256> single_{};
     MemoDecoder decoder_ = MemoDecoder::None;
     std::array<std::uint16_t, 32> tracked_{};
