@@ -99,7 +99,16 @@ def main():
                     measure(label, "gdbserver", base + remote(cfi), base + load + remote(sframe), args.rounds)
         if args.lldb and args.lldb_plugin:
             cache = os.path.join(work, "lldb-cache")
-            env = dict(os.environ, SFUNWIND_LLDB_CACHE=cache)
+            # LLDB's debuginfod client keeps copies of what the plugin's
+            # responder served: its own cache, emptied with the plugin's
+            # (first_bt.py says why).
+            debuginfod_cache = os.path.join(work, "llvm-debuginfod")
+            env = dict(os.environ, SFUNWIND_LLDB_CACHE=cache, DEBUGINFOD_CACHE_PATH=debuginfod_cache)
+            env.pop("DEBUGINFOD_URLS", None)
+
+            def empty_caches():
+                for d in (cache, debuginfod_cache):
+                    shutil.rmtree(d, ignore_errors=True)
             # -b stops at the signal: `bt` is a -k (after a crash) command.
             base = [args.lldb, "-b", "--no-lldbinit"]
             run = ["-o", "process launch", "-k", "bt", "-k", "kill"]
@@ -107,7 +116,7 @@ def main():
             plugin = base + ["-o", "plugin load " + args.lldb_plugin, "-o", "file " + sframe] + run
             label = first_bt.version("lldb", args.lldb)
             measure(label, "cold", plain, plugin, args.rounds, env,
-                    before_sframe=lambda: shutil.rmtree(cache, ignore_errors=True))
+                    before_sframe=empty_caches)
             measure(label, "warm", plain, plugin, args.rounds, env)
 
 

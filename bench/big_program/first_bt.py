@@ -154,9 +154,17 @@ def main():
         text = {}
         for _ in range(args.rounds):
             for name, cmd in (("cfi", cfi_cmd), ("sframe", sf_cmd)):
-                env = dict(os.environ, SFUNWIND_LLDB_CACHE=os.path.join(work, "lldb-cache"))
+                # LLDB's debuginfod client keeps copies of what the plugin's
+                # responder served, and the twins share build-ids: in the
+                # user's cache, such copies would reach runs they do not
+                # belong to (the CFI build's, with a debuginfod server set;
+                # a cold one's, as a warm file). Each run gets its own.
+                env = dict(os.environ, SFUNWIND_LLDB_CACHE=os.path.join(work, "lldb-cache"),
+                           DEBUGINFOD_CACHE_PATH=os.path.join(work, "llvm-debuginfod"))
+                env.pop("DEBUGINFOD_URLS", None)
                 if mode == "cold":
                     shutil.rmtree(env["SFUNWIND_LLDB_CACHE"], ignore_errors=True)
+                    shutil.rmtree(env["DEBUGINFOD_CACHE_PATH"], ignore_errors=True)
                 seconds, mb, output = run_wait4(cmd, env=env)
                 if seconds is None:
                     print("%s %s %s: %s" % (debugger, mode, name, output[-400:]))
