@@ -108,6 +108,9 @@ class StatusCommand final : public Command {
             j.key("unlocked_files").value(session_.coverage.unlocked_files_warning());
             // How many times the cache was listed to apply its size limit.
             j.key("cache_listings").value(session_.coverage.cache_listings());
+            // How many debug files' stamps were checked (the stop hook checks
+            // a module's until LLDB uses the file).
+            j.key("stamp_checks").value(session_.coverage.stamp_checks());
             const ResponderStatus r = session_.coverage.responder_status();
             j.key("responder").begin_object();
             j.key("url").value(r.url).key("problem").value(r.problem);

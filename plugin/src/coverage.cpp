@@ -164,6 +164,8 @@ void Coverage::set_enabled(lldb::SBDebugger& debugger, bool on) {
         const std::lock_guard lock(mutex_);
         enabled_ = on;
         dirs = search_dirs_;
+        in_use_.clear();
+        in_use_paths_.clear();
     }
     for (const auto& dir : dirs)
         set_search_path(debugger, dir, on);
@@ -197,6 +199,10 @@ std::uint64_t Coverage::cache_listings() const {
     return cache()->listings();
 }
 
+std::uint64_t Coverage::stamp_checks() const {
+    return cache()->stamp_checks();
+}
+
 std::string Coverage::cache_dir() const {
     return cache()->dir();
 }
@@ -210,6 +216,8 @@ void Coverage::set_cache_dir(lldb::SBDebugger& debugger, const std::string& dir)
         cache_ = std::make_shared<DebugFileCache>(dir, cache_->limit());
         cache_->set_callee_saved(callee_saved);
         old = std::exchange(search_dirs_, {dir});
+        in_use_.clear();
+        in_use_paths_.clear();
     }
     // The cache moves: LLDB stops finding the files of the old one.
     for (const auto& d : old)
@@ -507,6 +515,17 @@ bool Coverage::is_served_copy(const std::string& symbols, const std::string& id,
     return copy;
 }
 
+std::vector<std::string> Coverage::needed_of(const TargetModule& program) {
+    const std::string key = program.path + '\n' + program.uuid;
+    {
+        const std::lock_guard lock(mutex_);
+        if (auto it = needed_.find(key); it != needed_.end()) return it->second;
+    }
+    std::vector<std::string> libs = needed_libraries(*program.table->file, program.path);
+    const std::lock_guard lock(mutex_);
+    return needed_.emplace(key, std::move(libs)).first->second;
+}
+
 void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
     if (!enabled() || !target.IsValid()) return;
     std::vector<TargetModule> modules = catalog_.module_files(target);
@@ -514,8 +533,7 @@ void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
     // (it adds them when the dynamic loader reports them, and looks for
     // their symbols at once).
     if (!modules.empty() && modules.front().table->file) {
-        for (const auto& lib :
-             needed_libraries(*modules.front().table->file, modules.front().path)) {
+        for (const auto& lib : needed_of(modules.front())) {
             TargetModule m;
             m.path = lib;
             m.name = std::filesystem::path(lib).filename().string();
@@ -532,6 +550,14 @@ void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
         err.Flush();
     };
     for (const TargetModule& m : modules) {
+        {
+            // Remembered by build_id_files_ when first seen. A library the
+            // program needs is known by its path alone (no uuid).
+            const std::lock_guard lock(mutex_);
+            if (m.uuid.empty() ? in_use_paths_.count(m.path) != 0
+                               : in_use_.count(m.path + '\n' + m.uuid) != 0)
+                continue;
+        }
         build_id_files_.remember(m.path);
         if (!m.table->sframe()) continue;
         if (m.table->file && m.table->file->has_section(".debug_info") && lldb_major_ < 23)
@@ -631,6 +657,12 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
     return c;
 }
 
+void Coverage::settle(const std::string& key, const std::string& path) {
+    const std::lock_guard lock(mutex_);
+    in_use_.insert(key);
+    in_use_paths_.insert(path);
+}
+
 std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBTarget& target,
                                            bool wait) {
     std::vector<std::string> lines;
@@ -648,7 +680,12 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
     for (const TargetModule& m : catalog_.modules(target)) {
         if (!m.table->sframe()) continue;
         const std::string key = m.path + '\n' + m.uuid;
+        {
+            const std::lock_guard lock(mutex_);
+            if (in_use_.count(key) != 0) continue;
+        }
         ModuleCoverage c = examine(debugger, m, true);
+        if (c.state == ModuleCoverage::State::InUse) settle(key, m.path);
         if (c.cache.generated_now && c.state != ModuleCoverage::State::Failed) {
             const std::uint64_t limit = cache_limit(); // before the lock: it takes it
             const std::lock_guard lock(mutex_);
@@ -719,6 +756,7 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
             const std::lock_guard lock(mutex_);
             added_with_command_.insert(m.path + '\n' + c.debug_file);
         }
+        settle(key, m.path);
         lines.push_back(m.name + ": LLDB now reads " + c.debug_file + " (target symbols add)");
         // LLDB 23 unwinds nothing on its own at a stop before the stop hook
         // runs, and takes the new file for every frame (measured).

@@ -212,6 +212,7 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
     // Read once: the setting may change on another thread meanwhile.
     const bool callee_saved = callee_saved_ && callee_saved::supported(file.sframe()->abi());
     const std::string stamp = stamp_text(sframe_bytes, base, callee_saved);
+    ++stamp_checks_;
     const std::string stamp_path = entry.path + ".stamp";
 
     const std::lock_guard lock(mutex_);

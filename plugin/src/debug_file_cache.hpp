@@ -105,6 +105,9 @@ class DebugFileCache {
     Eviction trim();
     // How many times the cache was listed to apply the limit.
     std::uint64_t listings();
+    // How many times ensure() checked a file's stamp (a hash of the
+    // module's .sframe, the stamp file read).
+    std::uint64_t stamp_checks() const noexcept { return stamp_checks_.load(); }
     // Why a file handed out could not be held (the first time; empty if
     // every one was): it is then protected only from this process's own
     // evictions, by its path.
@@ -146,6 +149,7 @@ class DebugFileCache {
     std::optional<std::uint64_t> estimate_;
     std::uint64_t written_since_listing_ = 0;
     std::uint64_t listings_ = 0;
+    std::atomic<std::uint64_t> stamp_checks_{0};
 };
 
 } // namespace sfunwind::lldb_plugin

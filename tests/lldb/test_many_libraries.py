@@ -83,6 +83,14 @@ def run(args, work, res):
         res.check("plugin: the cache was listed at most %d times for %d files (%s)"
                   % (MAX_LISTINGS, LIBRARIES + 1, listings),
                   listings is not None and 1 <= listings <= MAX_LISTINGS, str(listings))
+        # Later stops: the stop hook finds every module using its file and
+        # checks no stamp again (each check hashes a module's .sframe).
+        checks = status.get("stamp_checks")
+        for _ in range(3):
+            s.cmd("thread step-inst")
+        after = s.json_cmd("sframe status --json").get("stamp_checks")
+        res.check("plugin: 3 more stops check no debug file's stamp again (%s, then %s)" % (checks, after),
+                  checks is not None and checks >= LIBRARIES + 1 and after == checks, "%s -> %s" % (checks, after))
     finally:
         s.delete(target)
 
