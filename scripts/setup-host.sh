@@ -10,7 +10,7 @@ set -euo pipefail
 PACKAGES=(
   # build
   build-essential cmake ninja-build pkg-config
-  libboost-dev libelf-dev libdw-dev elfutils nlohmann-json3-dev libcapstone-dev
+  libboost-dev libelf-dev libdw-dev elfutils nlohmann-json3-dev libcapstone-dev libxxhash-dev
   # names for glibc's local functions in backtraces (__libc_start_call_main, ...)
   libc6-dbg python3
   catch2 libbenchmark-dev

@@ -59,7 +59,7 @@ SID_PACKAGES=(
   gcc g++ libc6-dev binutils cmake make ninja-build pkg-config python3 file
   gdb gdb-multiarch gdbserver lldb-23 python3-lldb-23 liblldb-23-dev clang-23 lld-23
   catch2 libboost-dev libelf-dev libdw-dev elfutils libsframe-dev libiberty-dev nlohmann-json3-dev
-  libcapstone-dev
+  libcapstone-dev libxxhash-dev
   libbenchmark-dev libc6-dbg
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   gcc-s390x-linux-gnu libc6-dev-s390x-cross

@@ -17,6 +17,9 @@
 #include <string_view>
 #include <system_error>
 #include <unistd.h>
+// xxHash compiled in: no library for LLDB to load with the plugin.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace sfunwind::lldb_plugin {
 namespace {
@@ -29,22 +32,19 @@ std::string env(const char* name) {
     return v != nullptr ? std::string(v) : std::string();
 }
 
-// FNV-1a over the SFrame bytes: detects a different section under the same
-// build-id, not an adversary.
-std::uint64_t fnv1a(std::span<const std::uint8_t> bytes) {
-    std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (const std::uint8_t b : bytes) {
-        h ^= b;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
+// The SFrame bytes' hash in a stamp: detects a different section under the
+// same build-id, not an adversary. XXH3 (64 bits) reads 8 bytes a step: a
+// byte-at-a-time FNV-1a took 2.7 ms for the big program's 2.6 MB of
+// .sframe, XXH3 0.15 ms, and every session checks each module's stamp.
+std::uint64_t sframe_hash(std::span<const std::uint8_t> bytes) {
+    return XXH3_64bits(bytes.data(), bytes.size());
 }
 
 std::string stamp_text(std::span<const std::uint8_t> sframe, const std::string& base,
                        bool callee_saved) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "sfunwind-lldb-debug-file %d %016llx %zu ", generator_version,
-                  static_cast<unsigned long long>(fnv1a(sframe)), sframe.size());
+                  static_cast<unsigned long long>(sframe_hash(sframe)), sframe.size());
     std::string s = buf;
     s += callee_saved ? "callee-saved " : "no-callee-saved ";
     if (!base.empty()) {
