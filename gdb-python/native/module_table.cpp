@@ -15,15 +15,18 @@ namespace {
 constexpr std::size_t max_recorded_callers = std::size_t{1} << 20;
 
 // The link-time range the FDEs cover: PCs outside it are declined without a
-// search. Bad FDEs are skipped here; lookups report them.
+// search. FDEs whose range wraps or is empty are skipped; other damage is
+// found by the lookups, which report it.
 void text_range(const sframe::Section& section, std::uint64_t& begin, std::uint64_t& end) {
     begin = ~std::uint64_t{0};
     end = 0;
+    // From the FDE records alone: fde() would read every FDE's FREs too
+    // (a section read on demand).
     for (std::uint32_t i = 0; i < section.fde_count(); ++i) {
-        auto fde = section.fde(i);
-        if (!fde || fde->size == 0) continue;
-        begin = std::min(begin, fde->start);
-        end = std::max(end, fde->end());
+        const auto range = section.function_range(i);
+        if (!range || range->size == 0 || range->start + range->size < range->start) continue;
+        begin = std::min(begin, range->start);
+        end = std::max(end, range->start + range->size);
     }
     if (begin > end) begin = end = 0;
 }

@@ -441,9 +441,17 @@ TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[
     REQUIRE(section);
     const auto where = f->find_sframe();
     REQUIRE(where);
-    CHECK(f->bytes_read() >= after_open + where->size / 2);
-    CHECK(f->bytes_read() < whole.size() / 2);
-    // The bytes read are the file's.
+    // sframe(): the header and the FDE records, not the FRE sub-section
+    // (125 of the section's 172 KB); a lookup reads its FDE's FREs.
+    const std::size_t after_sframe = f->bytes_read();
+    CHECK(after_sframe >= after_open + section->fde_count() * 16U);
+    CHECK(after_sframe < after_open + where->size / 2);
+    auto fde = section->fde(section->fde_count() / 2);
+    REQUIRE(fde);
+    REQUIRE(section->lookup(fde->start));
+    CHECK(f->bytes_read() > after_sframe);
+    CHECK(f->bytes_read() <= after_sframe + 8192);
+    // sframe_bytes() reads the whole section, and the bytes read are the file's.
     const auto sframe = f->sframe_bytes(*where);
     REQUIRE(sframe);
     CHECK(std::equal(sframe->begin(), sframe->end(),
@@ -477,6 +485,19 @@ TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[
         REQUIRE_FALSE(gone);
         CHECK(gone.error().code() == Errc::Io);
         CHECK(has_text(gone.error(), "changed since it was opened"));
+        // The same for a section opened before: its lookups fail, with
+        // what and why, where they would read FREs not read yet.
+        auto h = elf::ElfFile::open(copy.string());
+        REQUIRE(h);
+        auto opened = h->sframe();
+        REQUIRE(opened);
+        std::filesystem::last_write_time(copy, std::filesystem::last_write_time(copy) +
+                                                   std::chrono::seconds(5));
+        auto later = opened->lookup(fn.value);
+        REQUIRE_FALSE(later);
+        CHECK(later.error().code() == Errc::Io);
+        CHECK(has_text(later.error(), "cannot read the FREs of FDE"));
+        CHECK(has_text(later.error(), "changed since it was opened"));
         CHECK_FALSE(g->loaded_bytes(fn.value, fn.size));
         CHECK(g->image().empty());
         CHECK(g->libelf_handle() == nullptr);

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <elf.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -74,9 +75,41 @@ std::optional<std::vector<std::uint8_t>> build_id_note(Elf_Data* data) {
 
 } // namespace
 
+// A section of the file's image read on demand (sframe::SectionFetcher):
+// the image reads a 4 KiB chunk the first time a fetch covers it.
+class ImageSectionFetcher final : public sframe::SectionFetcher {
+  public:
+    ImageSectionFetcher(const detail::FileImage& image, std::uint64_t file_offset)
+        : image_(image), file_offset_(file_offset) {}
+    std::uint64_t file_offset() const noexcept { return file_offset_; }
+    bool fetch(std::uint64_t offset, std::uint64_t length) const noexcept override {
+        try {
+            return image_.ensure(file_offset_ + offset, length);
+        } catch (...) { // its lock or its message: no memory
+            return false;
+        }
+    }
+    std::string problem() const override { return image_.last_error(); }
+
+  private:
+    const detail::FileImage& image_;
+    std::uint64_t file_offset_;
+};
+
 struct ElfFile::Impl {
     std::string name;
     detail::FileImage image;
+    // The fetchers of the Sections sframe() made, one per section offset
+    // (a deque: they stay where they are while the Sections point to them).
+    mutable std::mutex fetchers_mutex;
+    mutable std::deque<ImageSectionFetcher> fetchers;
+
+    const ImageSectionFetcher& fetcher_at(std::uint64_t file_offset) const {
+        const std::lock_guard lock(fetchers_mutex);
+        for (const auto& f : fetchers)
+            if (f.file_offset() == file_offset) return f;
+        return fetchers.emplace_back(image, file_offset);
+    }
     ::Elf* elf = nullptr;
     ByteOrder order = ByteOrder::Little;
     std::uint16_t machine = 0;
@@ -654,9 +687,20 @@ Expected<std::span<const std::uint8_t>> ElfFile::sframe_bytes(const SframeLocati
 Expected<sframe::Section> ElfFile::sframe() const {
     auto where = find_sframe();
     if (!where) return std::move(where).error();
-    auto bytes = sframe_bytes(*where);
-    if (!bytes) return std::move(bytes).error();
-    auto section = sframe::Section::parse(*bytes, where->vaddr);
+    // Read on demand: the header and the FDE records now, an FDE's FREs
+    // when it is looked up (a debugger keeps the bytes of the functions it
+    // unwinds, not of the whole section); sframe_bytes() reads it whole.
+    const std::uint64_t size = impl_->image.size();
+    if (where->file_offset > size)
+        return impl_->error(Errc::Truncated,
+                            where->name + " at offset " + to_hex(where->file_offset) +
+                                " starts past the end of the file (" + std::to_string(size) +
+                                " bytes)",
+                            where->file_offset);
+    const std::uint64_t n = std::min(where->size, size - where->file_offset);
+    const auto bytes = impl_->bytes().subspan(where->file_offset, n);
+    auto section =
+        sframe::Section::parse(bytes, where->vaddr, &impl_->fetcher_at(where->file_offset));
     if (!section)
         // The offset stays relative to the section, as the SFrame tools print it.
         return impl_->error(section.error().code(),

@@ -69,6 +69,13 @@ struct Layout {
     // v3: the attribute record (num_fres, info, info2, rep_size) at the
     // head of each function's data in the FRE sub-section; 0 before v3.
     std::uint32_t attr_size;
+    // Where the uint32 offset of the function's data in the FRE sub-section
+    // lies in each FDE (v3: index) record: a section read on demand
+    // fetches that data before the record is decoded (v3: the attribute
+    // record is part of it).
+    std::uint32_t fre_offset_field;
+    // Where the uint32 function size lies in each FDE (v3: index) record.
+    std::uint32_t size_field;
     // The most FREs one FDE can count (v3: a 16-bit field).
     std::uint32_t max_fres_per_fde;
     bool has_fde_types;  // v3: flexible FDEs (info2)

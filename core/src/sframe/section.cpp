@@ -5,13 +5,20 @@
 #include "rules.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <optional>
 #include <string>
 
 namespace sfunwind::sframe {
 
-Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint64_t vaddr) {
+Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint64_t vaddr,
+                                 const SectionFetcher* fetcher) {
+    // The header and the longest auxiliary header (an 8-bit length).
+    constexpr std::uint64_t most_header = header_size + 0xffU;
+    if (fetcher != nullptr &&
+        !fetcher->fetch(0, std::min<std::uint64_t>(bytes.size(), most_header)))
+        return Error(Errc::Io, "cannot read the SFrame header: " + fetcher->problem(), 0);
     // Spec v3 section 2.1.1: the magic tells the byte order.
     if (bytes.size() < 4)
         return Error(Errc::Truncated,
@@ -101,9 +108,95 @@ Expected<Section> Section::parse(std::span<const std::uint8_t> bytes, std::uint6
                          std::to_string(h.fre_len) + " bytes runs past the section (" +
                          std::to_string(bytes.size()) + " bytes)",
                      16);
+    if (fetcher != nullptr) {
+        // The FDE (v3: index) records, which the indexes below read whole;
+        // the FRE sub-section comes FDE by FDE (fetch_fde()).
+        if (!fetcher->fetch(s.fde_sub_, fde_bytes))
+            return Error(Errc::Io,
+                         "cannot read the " + std::to_string(h.num_fdes) +
+                             " FDE records: " + fetcher->problem(),
+                         s.fde_sub_);
+        s.fetcher_ = fetcher;
+        s.fetched_.assign((std::uint64_t{h.num_fdes} + 63U) / 64U, 0);
+    }
 
     s.build_indexes();
     return s;
+}
+
+ByteView Section::view() const noexcept {
+    if (fetch_all()) return view_;
+    return {view_.bytes().subspan(0, std::min<std::uint64_t>(fre_sub_, view_.size())),
+            view_.order()};
+}
+
+bool Section::fetch_all() const noexcept {
+    if (fetcher_ == nullptr) return true;
+    std::atomic_ref<std::uint8_t> all(all_fetched_);
+    if (all.load(std::memory_order_acquire) != 0) return true;
+    if (!fetcher_->fetch(0, view_.size())) return false;
+    all.store(1, std::memory_order_release);
+    return true;
+}
+
+bool Section::fetch_fde(std::uint32_t index) const noexcept {
+    if (fetcher_ == nullptr || index >= header_.num_fdes) return true;
+    if (std::atomic_ref<std::uint8_t>(all_fetched_).load(std::memory_order_acquire) != 0)
+        return true;
+    std::atomic_ref<std::uint64_t> word(fetched_[index / 64U]);
+    const std::uint64_t bit = std::uint64_t{1} << (index % 64U);
+    if ((word.load(std::memory_order_acquire) & bit) != 0) return true;
+    // The function's data: at fre_offset in the FRE sub-section (the FDE
+    // record was fetched by parse()), up to the sub-section's end.
+    std::uint32_t fre_offset = 0;
+    const std::uint64_t field =
+        fde_sub_ + std::uint64_t{index} * layout_->fde_size + layout_->fre_offset_field;
+    const std::uint64_t end = fre_sub_ + header_.fre_len; // parse(): inside the section
+    if (!view_.load(field, fre_offset) || fre_offset >= header_.fre_len)
+        return true; // the decoders report it
+    const std::uint64_t data = fre_sub_ + fre_offset;
+    // v3: the attribute record first, which counts the FREs.
+    if (layout_->attr_size != 0 &&
+        !fetcher_->fetch(data, std::min<std::uint64_t>(layout_->attr_size, end - data)))
+        return false;
+    Fde fde;
+    if (!layout_->read_fde(geometry(), index, fde) || fde.fres_begin > end)
+        return true; // malformed: the decoders report it
+    // Its FREs, as far as they go: each one's start field and info byte
+    // give its length (spec v3 section 2.4.1). Walked as the decoders walk
+    // them, stopping where they stop (past the sub-section, the invalid word
+    // size code), so that every byte they read is fetched, and fetched in
+    // pieces of at least 256 bytes.
+    const std::uint64_t width = std::uint64_t{1} << static_cast<unsigned>(fde.fre_type);
+    std::uint64_t have = fde.fres_begin; // fetched up to here
+    auto need = [&](std::uint64_t upto) {
+        if (upto <= have) return true;
+        const std::uint64_t to = std::min(end, std::max(upto, have + 256U));
+        if (!fetcher_->fetch(have, to - have)) return false;
+        have = to;
+        return true;
+    };
+    std::uint64_t at = fde.fres_begin;
+    for (std::uint32_t k = 0; k < fde.num_fres && end - at >= width + 1U; ++k) {
+        if (!need(at + width + 1U)) return false;
+        std::uint8_t info = 0;
+        (void)view_.load(at + width, info);
+        if (fre_info::size_code(info) == fre_info::invalid_size_code) break;
+        const std::uint64_t length =
+            width + 1U + (fre_info::word_count(info) << fre_info::size_code(info));
+        if (!need(std::min(end, at + length))) return false;
+        if (end - at < length) break;
+        at += length;
+    }
+    word.fetch_or(bit, std::memory_order_release);
+    return true;
+}
+
+Error Section::fetch_error(std::uint32_t index) const {
+    return Error(Errc::Io,
+                 "cannot read the FREs of FDE " + std::to_string(index) + ": " +
+                     (fetcher_ != nullptr ? fetcher_->problem() : std::string()),
+                 fde_sub_ + std::uint64_t{index} * layout_->fde_size);
 }
 
 std::uint64_t Section::start_of(std::uint32_t index) const noexcept {
@@ -124,11 +217,21 @@ Status Section::decode_fde(std::uint32_t index, Fde& out) const {
         return Error(Errc::NotFound, "FDE " + std::to_string(index) +
                                          " out of range (the section has " +
                                          std::to_string(header_.num_fdes) + ")");
+    if (!fetch_fde(index)) return fetch_error(index);
     if (auto st = layout_->decode_fde(geometry(), index, out); !st) return st;
     std::optional<Error> error;
     if (!check_fde(*layout_, out, fre_sub_, header_.fre_len, Explain{error}))
         return std::move(*error);
     return ok();
+}
+
+std::optional<Section::FunctionRange> Section::function_range(std::uint32_t index) const noexcept {
+    std::uint32_t size = 0;
+    if (index >= header_.num_fdes ||
+        !view_.load(fde_sub_ + std::uint64_t{index} * layout_->fde_size + layout_->size_field,
+                    size))
+        return std::nullopt;
+    return FunctionRange{start_of(index), size};
 }
 
 Expected<Fde> Section::fde(std::uint32_t index) const {
@@ -138,6 +241,7 @@ Expected<Fde> Section::fde(std::uint32_t index) const {
 }
 
 Status Section::decode_fre(const Fde& fde, std::uint64_t offset, Fre& fre) const {
+    if (!fetch_fde(fde.index)) return fetch_error(fde.index);
     // FREs must lie inside the FRE sub-section (spec v3 section 2.4).
     const ByteView frev(view_.bytes().subspan(0, fre_sub_ + header_.fre_len), view_.order());
     if (offset < fre_sub_) return Error(Errc::Malformed, "FRE before the FRE sub-section", offset);

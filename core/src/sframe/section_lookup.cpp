@@ -526,6 +526,12 @@ bool Section::find_row(std::uint64_t pc, Row& row, const Report& fail) const {
         return fail(
             Errc::NotFound, [&] { return "no FDE covers " + to_hex(pc); }, no_offset);
     const std::uint32_t index = order_.empty() ? below - 1 : order_[below - 1];
+    if (fetcher_ != nullptr && !fetch_fde(index)) [[unlikely]] {
+        if constexpr (quiet)
+            return false;
+        else
+            return fail(fetch_error(index));
+    }
     Fde fde;
     if constexpr (quiet) {
         if (!layout_->read_fde(geometry(), index, fde) ||
@@ -664,6 +670,11 @@ template <bool Little> bool Section::quick_v3(std::uint64_t pc, Row& row) const 
                                         : count_at_or_below<false>(s, start, lo, n, pc);
     if (below == 0) return false;
     const std::uint32_t index = indexed ? order_[below - 1] : below - 1;
+    // A section read on demand: the FDE's data fetched first (find_row()
+    // says why when that fails).
+    if (fetcher_ != nullptr) [[unlikely]] {
+        if (!fetch_fde(index)) return false;
+    }
     FdeCore fde;
     if (!v3::read_core<order>(geometry(), index, fde)) return false;
     const unsigned fre_type = fde.info & 0xfU; // decode_info_common()

@@ -15,7 +15,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace sfunwind::sframe {
@@ -91,17 +93,42 @@ struct Fre {
     }
 };
 
+// Where a Section's bytes come from when they are read on demand (a file
+// read in chunks, elf::ElfFile): until fetched, bytes may be zeros. With a
+// fetcher, parse() fetches the header and the FDE sub-section, a lookup or
+// fde() the data of the FDE it decodes (v3: its attribute record; its FREs,
+// as many bytes as its FRE count allows), and view() everything; a debugger
+// then keeps the FRE bytes of the functions it unwinds, not of the module.
+class SectionFetcher {
+  public:
+    SectionFetcher() = default;
+    SectionFetcher(const SectionFetcher&) = delete;
+    SectionFetcher& operator=(const SectionFetcher&) = delete;
+    virtual ~SectionFetcher() = default;
+    // Makes [offset, offset + length) of the section (offsets from its
+    // first byte) hold the section's bytes; false when they cannot be read.
+    virtual bool fetch(std::uint64_t offset, std::uint64_t length) const noexcept = 0;
+    // Why the last fetch() failed.
+    virtual std::string problem() const = 0;
+};
+
 class Section {
   public:
     // Decodes the header and checks that the sub-sections fit. `vaddr` is the
     // link-time virtual address of the section (function starts are relative
     // to it, or to their own field). Individual FDEs are checked when read.
-    static Expected<Section> parse(std::span<const std::uint8_t> bytes, std::uint64_t vaddr);
+    // With a `fetcher` (it must outlive the Section), `bytes` are read on
+    // demand (SectionFetcher); without, they are all there.
+    static Expected<Section> parse(std::span<const std::uint8_t> bytes, std::uint64_t vaddr,
+                                   const SectionFetcher* fetcher = nullptr);
 
     const Header& header() const noexcept { return header_; }
     Version version() const noexcept { return header_.version; }
     const Abi& abi() const noexcept { return *abi_; }
-    ByteView view() const noexcept { return view_; }
+    // The section's bytes, every one fetched first (SectionFetcher); if that
+    // fails, only those before the FRE sub-section, so that a reader finds
+    // the FREs missing rather than zeros.
+    ByteView view() const noexcept;
     std::uint64_t vaddr() const noexcept { return vaddr_; }
     // Bytes the section really uses (the PT_GNU_SFRAME segment can be larger).
     std::uint64_t used_size() const noexcept { return fre_sub_ + header_.fre_len; }
@@ -113,6 +140,15 @@ class Section {
     bool searches_in_place() const noexcept { return order_.empty(); }
 
     Expected<Fde> fde(std::uint32_t index) const;
+    // FDE `index`'s function range from its FDE (v3: index) record alone,
+    // unchecked: without reading the FDE's data in the FRE sub-section,
+    // as fde() does (and a section read on demand then fetches). For a
+    // module's extent over every FDE; nullopt past the last FDE.
+    struct FunctionRange {
+        std::uint64_t start = 0;
+        std::uint32_t size = 0;
+    };
+    std::optional<FunctionRange> function_range(std::uint32_t index) const noexcept;
     // The FRE at section offset `offset` (fde.fres_begin for the first; then
     // the previous FRE's offset + size). Checked against the FRE sub-section.
     Expected<Fre> fre_at(const Fde& fde, std::uint64_t offset) const;
@@ -177,8 +213,21 @@ class Section {
                     bool mangled_ra, const FreWords& words, std::uint32_t fre_index,
                     std::uint64_t next_start, Row& row) const;
     Status find_fde_into(std::uint64_t pc, Fde& out) const;
+    // With a fetcher: FDE `index`'s data in the FRE sub-section fetched
+    // (fetched_), or every byte (all_fetched_). True without a fetcher, and
+    // for an FDE whose record is out of bounds or malformed (the decoders
+    // say so); false when the fetcher failed.
+    bool fetch_fde(std::uint32_t index) const noexcept;
+    bool fetch_all() const noexcept;
+    // The error of a failed fetch_fde(), at the FDE's record.
+    Error fetch_error(std::uint32_t index) const;
 
     ByteView view_;
+    const SectionFetcher* fetcher_ = nullptr;
+    // One bit per FDE (section order): its data fetched. Mutable, read and
+    // set atomically: lookups may run on several threads.
+    mutable std::vector<std::uint64_t> fetched_;
+    mutable std::uint8_t all_fetched_ = 0;
     Header header_;
     const Layout* layout_ = nullptr;
     const Abi* abi_ = nullptr;
