@@ -91,6 +91,25 @@ Files fixture_files() {
     return out;
 }
 
+// SQLite's v3 section (gas 2.47) read whole, and the file that holds it.
+struct WholeSection {
+    elf::ElfFile file;
+    std::span<const std::uint8_t> bytes;
+    std::uint64_t vaddr = 0;
+};
+
+WholeSection sqlite_section() {
+    auto file =
+        elf::ElfFile::open((test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47").string());
+    REQUIRE(file.has_value());
+    auto where = file->find_sframe();
+    REQUIRE(where);
+    auto bytes = file->sframe_bytes(*where);
+    REQUIRE(bytes);
+    // The bytes are in the file's image, which moves with the ElfFile.
+    return WholeSection{std::move(*file), *bytes, where->vaddr};
+}
+
 } // namespace
 
 TEST_CASE("a section read on demand gives the rows, FDEs and FREs of the whole one",
@@ -153,15 +172,9 @@ TEST_CASE("a section read on demand gives the rows, FDEs and FREs of the whole o
 }
 
 TEST_CASE("a few lookups read a few of the FRE bytes", "[section][fetch]") {
-    auto file =
-        elf::ElfFile::open((test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47").string());
-    REQUIRE(file.has_value());
-    auto where = file->find_sframe();
-    REQUIRE(where);
-    auto bytes = file->sframe_bytes(*where);
-    REQUIRE(bytes);
-    CopyingFetcher fetcher(*bytes);
-    auto lazy = Section::parse(fetcher.bytes(), where->vaddr, &fetcher);
+    const WholeSection sqlite = sqlite_section();
+    CopyingFetcher fetcher(sqlite.bytes);
+    auto lazy = Section::parse(fetcher.bytes(), sqlite.vaddr, &fetcher);
     REQUIRE(lazy);
     // parse(): the header and the FDE records, nothing of the FRE sub-section.
     CHECK(fetcher.fetched_bytes() <= lazy->fre_subsection());
@@ -182,17 +195,11 @@ TEST_CASE("a few lookups read a few of the FRE bytes", "[section][fetch]") {
 }
 
 TEST_CASE("a failed fetch is an error, never a row", "[section][fetch]") {
-    auto file =
-        elf::ElfFile::open((test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47").string());
-    REQUIRE(file.has_value());
-    auto where = file->find_sframe();
-    REQUIRE(where);
-    auto bytes = file->sframe_bytes(*where);
-    REQUIRE(bytes);
-    auto whole = Section::parse(*bytes, where->vaddr);
+    const WholeSection sqlite = sqlite_section();
+    auto whole = Section::parse(sqlite.bytes, sqlite.vaddr);
     REQUIRE(whole);
-    CopyingFetcher fetcher(*bytes);
-    auto lazy = Section::parse(fetcher.bytes(), where->vaddr, &fetcher);
+    CopyingFetcher fetcher(sqlite.bytes);
+    auto lazy = Section::parse(fetcher.bytes(), sqlite.vaddr, &fetcher);
     REQUIRE(lazy);
     auto first = whole->fde(0);
     auto last = whole->fde(whole->fde_count() - 1);
@@ -218,9 +225,9 @@ TEST_CASE("a failed fetch is an error, never a row", "[section][fetch]") {
     // view(): without the FRE sub-section, whose bytes were never read.
     CHECK(lazy->view().size() == lazy->fre_subsection());
     // A fetcher that refuses from the start: parse() says so.
-    CopyingFetcher none(*bytes);
+    CopyingFetcher none(sqlite.bytes);
     none.refuse();
-    auto unread = Section::parse(none.bytes(), where->vaddr, &none);
+    auto unread = Section::parse(none.bytes(), sqlite.vaddr, &none);
     REQUIRE_FALSE(unread);
     CHECK(unread.error().code() == Errc::Io);
 }

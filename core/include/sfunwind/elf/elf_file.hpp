@@ -147,8 +147,11 @@ class ElfFile {
     DynamicInfo dynamic_info() const;
 
     Expected<SframeLocation> find_sframe() const;
-    // The section's bytes (size clipped to the file) and a parsed Section over
-    // them; the Section refers into this ElfFile, which must outlive it.
+    // The section's bytes (size clipped to the file), all read now; and a
+    // parsed Section over them that reads the file on demand (the header and
+    // FDE records now, an FDE's data at its first lookup:
+    // sframe::SectionFetcher). The Section refers into this ElfFile, which
+    // must outlive it.
     Expected<std::span<const std::uint8_t>> sframe_bytes(const SframeLocation& where) const;
     Expected<sframe::Section> sframe() const;
 
