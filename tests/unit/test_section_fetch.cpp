@@ -216,9 +216,10 @@ TEST_CASE("a failed fetch is an error, never a row", "[section][fetch]") {
     auto refused = lazy->lookup(last->start);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().code() == Errc::Io);
-    CHECK_THAT(refused.error().message(),
-               Catch::Contains("cannot read the FREs of FDE " + std::to_string(last->index)) &&
-                   Catch::Contains("the test refused the read"));
+    const std::string message = refused.error().message();
+    CHECK(message.find("cannot read the FREs of FDE " + std::to_string(last->index)) !=
+          std::string::npos);
+    CHECK(message.find("the test refused the read") != std::string::npos);
     auto fde = lazy->fde(last->index);
     REQUIRE_FALSE(fde);
     CHECK(fde.error().code() == Errc::Io);
