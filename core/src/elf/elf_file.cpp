@@ -138,6 +138,20 @@ struct ElfFile::Impl {
     Error error(Errc code, const std::string& what, std::uint64_t where = no_offset) const {
         return Error(code, name + ": " + what, where);
     }
+
+    // The image's bytes where `where` says the section is, clipped to the
+    // file, not read yet (sframe_bytes() reads them, sframe() on demand).
+    Expected<std::span<const std::uint8_t>> located(const SframeLocation& where) const {
+        const std::uint64_t size = image.size();
+        if (where.file_offset > size)
+            return error(Errc::Truncated,
+                         where.name + " at offset " + to_hex(where.file_offset) +
+                             " starts past the end of the file (" + std::to_string(size) +
+                             " bytes)",
+                         where.file_offset);
+        return image.bytes().subspan(where.file_offset,
+                                     std::min(where.size, size - where.file_offset));
+    }
     Error libelf_error(const std::string& what, std::uint64_t where = no_offset) const {
         return error(Errc::Malformed, what + ": " + elf_errmsg(-1), where);
     }
@@ -671,17 +685,11 @@ Expected<SframeLocation> ElfFile::find_sframe() const {
 }
 
 Expected<std::span<const std::uint8_t>> ElfFile::sframe_bytes(const SframeLocation& where) const {
-    const std::uint64_t size = impl_->image.size();
-    if (where.file_offset > size)
-        return impl_->error(Errc::Truncated,
-                            where.name + " at offset " + to_hex(where.file_offset) +
-                                " starts past the end of the file (" + std::to_string(size) +
-                                " bytes)",
-                            where.file_offset);
-    const std::uint64_t n = std::min(where.size, size - where.file_offset);
-    if (auto st = impl_->ensure(where.file_offset, n, where.name.c_str()); !st)
+    auto bytes = impl_->located(where);
+    if (!bytes) return bytes;
+    if (auto st = impl_->ensure(where.file_offset, bytes->size(), where.name.c_str()); !st)
         return std::move(st).error();
-    return impl_->bytes().subspan(where.file_offset, n);
+    return bytes;
 }
 
 Expected<sframe::Section> ElfFile::sframe() const {
@@ -690,17 +698,10 @@ Expected<sframe::Section> ElfFile::sframe() const {
     // Read on demand: the header and the FDE records now, an FDE's FREs
     // when it is looked up (a debugger keeps the bytes of the functions it
     // unwinds, not of the whole section); sframe_bytes() reads it whole.
-    const std::uint64_t size = impl_->image.size();
-    if (where->file_offset > size)
-        return impl_->error(Errc::Truncated,
-                            where->name + " at offset " + to_hex(where->file_offset) +
-                                " starts past the end of the file (" + std::to_string(size) +
-                                " bytes)",
-                            where->file_offset);
-    const std::uint64_t n = std::min(where->size, size - where->file_offset);
-    const auto bytes = impl_->bytes().subspan(where->file_offset, n);
+    auto bytes = impl_->located(*where);
+    if (!bytes) return std::move(bytes).error();
     auto section =
-        sframe::Section::parse(bytes, where->vaddr, &impl_->fetcher_at(where->file_offset));
+        sframe::Section::parse(*bytes, where->vaddr, &impl_->fetcher_at(where->file_offset));
     if (!section)
         // The offset stays relative to the section, as the SFrame tools print it.
         return impl_->error(section.error().code(),
