@@ -32,19 +32,39 @@ std::string env(const char* name) {
     return v != nullptr ? std::string(v) : std::string();
 }
 
-// The SFrame bytes' hash in a stamp: detects a different section under the
-// same build-id, not an adversary. XXH3 (64 bits) reads 8 bytes a step: a
-// byte-at-a-time FNV-1a took 2.7 ms for the big program's 2.6 MB of
-// .sframe, XXH3 0.15 ms, and every session checks each module's stamp.
-std::uint64_t sframe_hash(std::span<const std::uint8_t> bytes) {
-    return XXH3_64bits(bytes.data(), bytes.size());
+// The SFrame bytes' hash and size in a stamp: the hash detects a different
+// section under the same build-id, not an adversary. XXH3 (64 bits) reads 8
+// bytes a step: a byte-at-a-time FNV-1a took 2.7 ms for the big program's
+// 2.6 MB of .sframe, XXH3 0.15 ms, and every session checks each module's
+// stamp. The bytes are read a piece at a time from the file and not kept
+// (ElfFile::scan_sframe): a warm session reads only the FREs it unwinds
+// with, and kept whole, the big program's sections were 2 MB of LLDB's
+// resident memory.
+struct SframeDigest {
+    std::uint64_t hash = 0;
+    std::uint64_t size = 0;
+};
+
+Expected<SframeDigest> sframe_digest(const elf::ElfFile& file, const elf::SframeLocation& where) {
+    // XXH3's streaming state gives the one-shot function's value.
+    XXH3_state_t state;
+    XXH3_INITSTATE(&state);
+    XXH3_64bits_reset(&state);
+    SframeDigest d;
+    auto st = file.scan_sframe(where, [&](std::span<const std::uint8_t> piece) {
+        XXH3_64bits_update(&state, piece.data(), piece.size());
+        d.size += piece.size();
+    });
+    if (!st) return std::move(st).error();
+    d.hash = XXH3_64bits_digest(&state);
+    return d;
 }
 
-std::string stamp_text(std::span<const std::uint8_t> sframe, const std::string& base,
-                       bool callee_saved) {
+std::string stamp_text(const SframeDigest& sframe, const std::string& base, bool callee_saved) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "sfunwind-lldb-debug-file %d %016llx %zu ", generator_version,
-                  static_cast<unsigned long long>(sframe_hash(sframe)), sframe.size());
+    std::snprintf(buf, sizeof buf, "sfunwind-lldb-debug-file %d %016llx %llu ", generator_version,
+                  static_cast<unsigned long long>(sframe.hash),
+                  static_cast<unsigned long long>(sframe.size));
     std::string s = buf;
     s += callee_saved ? "callee-saved " : "no-callee-saved ";
     if (!base.empty()) {
@@ -207,11 +227,12 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
                          " has no GNU build-id: LLDB could not match a debug file to it");
     CacheEntry entry;
     entry.path = path_for(build_id_hex(*id));
-    const std::span<const std::uint8_t> sframe_bytes = file.sframe()->view().bytes();
+    const auto digest = sframe_digest(*file.file, *file.where);
+    if (!digest) return digest.error();
     entry.sframe_bytes = file.sframe()->used_size();
     // Read once: the setting may change on another thread meanwhile.
     const bool callee_saved = callee_saved_ && callee_saved::supported(file.sframe()->abi());
-    const std::string stamp = stamp_text(sframe_bytes, base, callee_saved);
+    const std::string stamp = stamp_text(*digest, base, callee_saved);
     ++stamp_checks_;
     const std::string stamp_path = entry.path + ".stamp";
 

@@ -451,6 +451,20 @@ TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[
     REQUIRE(section->lookup(fde->start));
     CHECK(f->bytes_read() > after_sframe);
     CHECK(f->bytes_read() <= after_sframe + 8192);
+    // scan_sframe() hands over the whole section, the file's bytes in order
+    // (172 KB: three pieces), and keeps none of what it read.
+    const std::size_t before_scan = f->bytes_read();
+    std::vector<std::uint8_t> scanned;
+    std::size_t pieces = 0;
+    REQUIRE(f->scan_sframe(*where, [&](std::span<const std::uint8_t> piece) {
+        scanned.insert(scanned.end(), piece.begin(), piece.end());
+        ++pieces;
+    }));
+    CHECK(pieces == 3);
+    CHECK(f->bytes_read() == before_scan);
+    REQUIRE(scanned.size() == where->size);
+    CHECK(std::equal(scanned.begin(), scanned.end(),
+                     whole.begin() + static_cast<long>(where->file_offset)));
     // sframe_bytes() reads the whole section, and the bytes read are the file's.
     const auto sframe = f->sframe_bytes(*where);
     REQUIRE(sframe);
@@ -493,6 +507,10 @@ TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[
         REQUIRE(opened);
         std::filesystem::last_write_time(copy, std::filesystem::last_write_time(copy) +
                                                    std::chrono::seconds(5));
+        const auto scanned_later = h->scan_sframe(*h->find_sframe(), [](auto) {});
+        REQUIRE_FALSE(scanned_later);
+        CHECK(scanned_later.error().code() == Errc::Io);
+        CHECK(has_text(scanned_later.error(), "changed since it was opened"));
         auto later = opened->lookup(fn.value);
         REQUIRE_FALSE(later);
         CHECK(later.error().code() == Errc::Io);

@@ -692,6 +692,19 @@ Expected<std::span<const std::uint8_t>> ElfFile::sframe_bytes(const SframeLocati
     return bytes;
 }
 
+Status
+ElfFile::scan_sframe(const SframeLocation& where,
+                     const std::function<void(std::span<const std::uint8_t>)>& consume) const {
+    auto bytes = impl_->located(where);
+    if (!bytes) return std::move(bytes).error();
+    if (impl_->image.scan(where.file_offset, bytes->size(), consume)) return ok();
+    return impl_->error(Errc::Io,
+                        "cannot read " + where.name + " (" + std::to_string(bytes->size()) +
+                            " bytes at offset " + to_hex(where.file_offset) +
+                            "): " + impl_->image.last_error(),
+                        where.file_offset);
+}
+
 Expected<sframe::Section> ElfFile::sframe() const {
     auto where = find_sframe();
     if (!where) return std::move(where).error();

@@ -157,19 +157,25 @@ bool FileImage::ensure(std::uint64_t offset, std::uint64_t length) const {
     return true;
 }
 
-bool FileImage::fill(std::size_t first_chunk, std::size_t last_chunk) const {
-    const Descriptor file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+int FileImage::reopen() const {
+    Descriptor file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
     struct stat info {};
     if (file.fd < 0 || ::fstat(file.fd, &info) != 0) {
         error_ = path_ + ": cannot reopen to read more of it: " + std::strerror(errno);
-        return false;
+        return -1;
     }
     if (info.st_dev != device_ || info.st_ino != inode_ ||
         static_cast<std::uint64_t>(info.st_size) != size_ || info.st_mtim.tv_sec != mtime_sec_ ||
         info.st_mtim.tv_nsec != mtime_nsec_) {
         error_ = path_ + ": the file changed since it was opened (replaced, resized or written)";
-        return false;
+        return -1;
     }
+    return std::exchange(file.fd, -1);
+}
+
+bool FileImage::fill(std::size_t first_chunk, std::size_t last_chunk) const {
+    const Descriptor file(reopen());
+    if (file.fd < 0) return false;
     const std::uint64_t from = std::uint64_t{first_chunk} * chunk;
     const std::uint64_t to = std::min<std::uint64_t>(std::uint64_t{last_chunk + 1} * chunk, size_);
     const long long got = read_at(file.fd, data_ + from, static_cast<std::size_t>(to - from), from);
@@ -182,6 +188,39 @@ bool FileImage::fill(std::size_t first_chunk, std::size_t last_chunk) const {
     for (std::size_t c = first_chunk; c <= last_chunk; ++c)
         present_[c] = true;
     resident_ += static_cast<std::size_t>(to - from);
+    return true;
+}
+
+bool FileImage::scan(std::uint64_t offset, std::uint64_t length,
+                     const std::function<void(std::span<const std::uint8_t>)>& consume) const {
+    if (offset >= size_ || length == 0) return true;
+    const std::uint64_t end = offset + std::min<std::uint64_t>(length, size_ - offset);
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto first = static_cast<std::size_t>(offset / chunk);
+    const auto last = static_cast<std::size_t>((end - 1) / chunk);
+    if (std::all_of(present_.begin() + static_cast<std::ptrdiff_t>(first),
+                    present_.begin() + static_cast<std::ptrdiff_t>(last) + 1,
+                    [](bool p) { return p; })) {
+        for (std::uint64_t at = offset; at < end; at += piece)
+            consume(
+                {data_ + at, static_cast<std::size_t>(std::min<std::uint64_t>(piece, end - at))});
+        return true;
+    }
+    const Descriptor file(reopen());
+    if (file.fd < 0) return false;
+    std::vector<std::uint8_t> buffer(
+        static_cast<std::size_t>(std::min<std::uint64_t>(piece, end - offset)));
+    for (std::uint64_t at = offset; at < end; at += piece) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(piece, end - at));
+        const long long got = read_at(file.fd, buffer.data(), n, at);
+        if (got < 0 || static_cast<std::uint64_t>(got) != n) {
+            error_ = path_ + ": read of " + std::to_string(n) + " bytes at offset " +
+                     std::to_string(at) + " failed: " +
+                     (got < 0 ? std::strerror(errno) : "the file is shorter than it was");
+            return false;
+        }
+        consume({buffer.data(), n});
+    }
     return true;
 }
 

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -47,6 +48,16 @@ class FileImage {
     // open(); last_error() says why.
     bool ensure(std::uint64_t offset, std::uint64_t length) const;
     bool ensure_all() const { return ensure(0, size_); }
+    // Hands the bytes of [offset, offset + length) (clipped to the file) to
+    // `consume` in order, in pieces of at most `piece` bytes, without making
+    // them resident: for a reader that passes over them once (a hash), so
+    // that a section read only to be hashed costs no memory afterwards.
+    // Bytes already read come from the image; the others from the file,
+    // under the same identity check as ensure(). False when the file cannot
+    // be read or has changed; last_error() says why.
+    static constexpr std::size_t piece = 65536;
+    bool scan(std::uint64_t offset, std::uint64_t length,
+              const std::function<void(std::span<const std::uint8_t>)>& consume) const;
     std::string last_error() const;
     // Bytes read from the file so far.
     std::size_t resident() const;
@@ -57,6 +68,9 @@ class FileImage {
     void release() noexcept;
     bool allocate(std::size_t size);
     bool fill(std::size_t first_chunk, std::size_t last_chunk) const;
+    // The file at path_ opened again, if it is still the one open() saw;
+    // -1 with error_ set otherwise. The caller holds mutex_.
+    int reopen() const;
 
     std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;

@@ -10,6 +10,7 @@
 #include "sfunwind/sframe/section.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -153,6 +154,11 @@ class ElfFile {
     // sframe::SectionFetcher). The Section refers into this ElfFile, which
     // must outlive it.
     Expected<std::span<const std::uint8_t>> sframe_bytes(const SframeLocation& where) const;
+    // The same bytes handed to `consume` in order, a piece at a time, and not
+    // kept: for one pass over them (a hash), which then leaves no more of the
+    // section in memory than was read before.
+    Status scan_sframe(const SframeLocation& where,
+                       const std::function<void(std::span<const std::uint8_t>)>& consume) const;
     Expected<sframe::Section> sframe() const;
 
     // The file bytes loaded at link-time [vaddr, vaddr + size), from the
