@@ -5,13 +5,15 @@ unwound by GDB's own DWARF unwinder, by sfunwind's Python unwinder and by
 sfunwind's JIT reader (native path), in one GDB session at one stop.
 
 Each measured `bt` is its own top-level GDB command, after
-`maint flush register-cache` (which drops GDB's frame cache); the modes are
+`maint flush register-cache` (which drops GDB's frame cache), and with
+--flush-dcache `maint flush dcache` too (GDB's stack cache, which a resume
+empties: the first `bt` at a stop reads the stack anew); the modes are
 interleaved round by round so that machine load affects them alike, and the
 median of each is reported. GDB's output goes to /dev/null.
 
 usage: bench_bt.py --gdb gdb --loader build/default/gdb-python/sfunwind.py
                    [--program tests/fixtures/bin/gas-2.40/deep10000-O2-nofp]
-                   [--rounds 7] [--repeat 1] [--json out.json]
+                   [--rounds 7] [--repeat 1] [--flush-dcache] [--json out.json]
 Exit status 0 when the measurements completed (the targets are reported,
 not enforced: timings depend on the machine)."""
 
@@ -36,8 +38,9 @@ SWITCH = {
 }
 
 
-def commands(rounds, out_json, repeat=1):
+def commands(rounds, out_json, repeat=1, flush_dcache=False):
     """The session after the preamble and the loader (gdb_harness.Gdb)."""
+    flush = ["maint flush register-cache"] + (["maint flush dcache"] if flush_dcache else [])
     lines = [
         "run",
         "python import time, json",
@@ -46,16 +49,16 @@ def commands(rounds, out_json, repeat=1):
         # Warm GDB's symbol and DWARF caches once in each mode first.
     ]
     for mode in MODES:
-        lines += SWITCH[mode] + ["maint flush register-cache", "bt"]
+        lines += SWITCH[mode] + flush + ["bt"]
     for _ in range(rounds):
         for mode in MODES:
-            lines += SWITCH[mode] + ["maint flush register-cache", "python t0 = time.perf_counter()"]
+            lines += SWITCH[mode] + flush + ["python t0 = time.perf_counter()"]
             # A short stack's bt takes about a millisecond: a sample is
             # `repeat` of them, each after its own flush, so the clock and
             # the command's own cost do not dominate.
             for k in range(repeat):
                 if k:
-                    lines.append("maint flush register-cache")
+                    lines += flush
                 lines.append("bt")
             lines.append("python T.setdefault(%r, []).append((time.perf_counter() - t0) / %d)" % (mode, repeat))
     # How many frames each mode saw (the same, or the comparison is void).
@@ -65,8 +68,7 @@ def commands(rounds, out_json, repeat=1):
     lines.append("python import re")
     lines.append("python U = {}")
     for mode in MODES:
-        lines += SWITCH[mode] + [
-            "maint flush register-cache",
+        lines += SWITCH[mode] + flush + [
             "python s0 = gdb.execute('sframe status', to_string=True)",
             "python F[%r] = len(gdb.execute('bt', to_string=True).splitlines())" % mode,
             "python s1 = gdb.execute('sframe status', to_string=True)",
@@ -84,13 +86,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--repeat", type=int, default=1,
                     help="bt commands per timed sample (each after a flush); the time is per bt")
+    ap.add_argument("--flush-dcache", action="store_true",
+                    help="flush GDB's stack cache before each bt too, as a resume does")
     ap.add_argument("--json")
     args = ap.parse_args()
     g = H.Gdb(args.gdb, args.loader, args.timeout)
     version = g.version()
     with tempfile.TemporaryDirectory() as tmp:
         out_json = os.path.join(tmp, "times.json")
-        proc, error = g.run(commands(args.rounds, out_json, args.repeat), [os.path.abspath(args.program)],
+        proc, error = g.run(commands(args.rounds, out_json, args.repeat, args.flush_dcache), [os.path.abspath(args.program)],
                             stdout=subprocess.DEVNULL)
         if error is not None or not os.path.exists(out_json):
             sys.stderr.write(error or proc.stderr)
@@ -100,7 +104,8 @@ def main():
             data = json.load(f)
     times, frames = data["times"], data["frames"]
     med = {m: statistics.median(times[m]) for m in MODES}
-    print("%s, %s, %d rounds of %d bt" % (version, os.path.relpath(args.program), args.rounds, args.repeat))
+    print("%s, %s, %d rounds of %d bt%s" % (version, os.path.relpath(args.program), args.rounds, args.repeat,
+                                            ", stack cache flushed" if args.flush_dcache else ""))
     for m in MODES:
         print("  %-10s bt: median %.4f s (min %.4f, max %.4f), %d frames" % (
             m, med[m], min(times[m]), max(times[m]), frames[m]))
