@@ -32,6 +32,10 @@ constexpr std::array<std::uint16_t, 18> aarch64_untracked{19, 20, 21, 22, 23, 24
 constexpr std::array<std::uint16_t, 15> s390x_untracked{6,  7,  8,  9,  10, 12, 13, 24,
                                                         25, 26, 27, 28, 29, 30, 31};
 
+static_assert(amd64_untracked.size() <= max_untracked_callee_saved &&
+              aarch64_untracked.size() <= max_untracked_callee_saved &&
+              s390x_untracked.size() <= max_untracked_callee_saved);
+
 } // namespace
 
 const Abi& abi_amd64() noexcept {

@@ -6,6 +6,7 @@
 
 #include "sfunwind/bytes.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -65,5 +66,8 @@ std::string register_name(const Abi& abi, std::uint16_t dwarf_reg);
 // AAPCS64 section 6.1.1 (x19-x28, d8-d15; x29 is the FP), s390x ELF ABI
 // section 1.2.1.1 (r6-r10, r12, r13, f8-f15; r11 is the FP, r14 the RA).
 std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi);
+// The most registers untracked_callee_saved() names for any ABI (AArch64:
+// x19-x28 and d8-d15).
+inline constexpr std::size_t max_untracked_callee_saved = 18;
 
 } // namespace sfunwind

@@ -237,8 +237,11 @@ struct State {
     std::optional<RegRule> ra;
     std::optional<RegRule> fp;
     bool ra_signed = false;
-    std::vector<std::optional<RegRule>> callee_saved; // untracked_callee_saved(abi) order
-    std::uint64_t loc = 0;                            // offset from the function start
+    // The first `saved` hold the rules of untracked_callee_saved(abi), in
+    // that order (a fixed array: the writer copies a State per row).
+    std::array<std::optional<RegRule>, max_untracked_callee_saved> callee_saved{};
+    std::size_t saved = 0;
+    std::uint64_t loc = 0; // offset from the function start
 };
 
 // The kinds a CalleeSavedChange may hold; any other counts as unknown.
@@ -286,63 +289,99 @@ class Writer {
     }
 
   private:
-    // One CIE per (signal frame, PAuth key B) combination in use.
-    std::uint32_t cie_for(bool signal, bool key_b) {
-        const int key = (signal ? 1 : 0) | (key_b ? 2 : 0);
-        if (auto it = cies_.find(key); it != cies_.end()) return it->second;
+    // A CIE and the rules in force after its initial instructions, where an
+    // FDE that refers to it starts (DWARF 5 section 6.4.1).
+    struct Cie {
+        std::uint32_t offset = 0;
+        State initial;
+    };
+
+    // The CIE for an FDE: its augmentation says signal frame and PAuth key B
+    // (one CIE per combination), and its initial instructions hold the rules
+    // of the FDE's first row where one is given (`entry`, and the
+    // callee-saved registers' rules there, `entry_saved`), so that FDEs that
+    // start alike (x86-64: CFA = rsp + 8, RA at CFA - 8, FP and the
+    // callee-saved registers unchanged) share them instead of each spelling
+    // them out: 17 bytes an FDE on x86-64 with the callee-saved rules. At
+    // most `max_entry_cies` such CIEs; FDEs that start otherwise after that
+    // use the CIE without entry rules and write theirs.
+    const Cie& cie_for(bool signal, bool key_b, const Row* entry,
+                       const CalleeSavedChange* entry_saved) {
+        CieContents c = cie_contents(signal, key_b, entry, entry_saved);
+        if (auto it = cies_.find(c.key); it != cies_.end()) return it->second;
+        if (c.has_entry_rules && entry_cies_ >= max_entry_cies) {
+            c = cie_contents(signal, key_b, nullptr, nullptr);
+            if (auto it = cies_.find(c.key); it != cies_.end()) return it->second;
+        }
+        if (c.has_entry_rules) ++entry_cies_;
         const std::size_t start = e_.size();
         e_.u32(0);           // length, patched below
         e_.u32(0xffffffffU); // CIE_id of a 32-bit .debug_frame CIE
         e_.u8(cie_version);
-        std::string aug;
-        if (signal || key_b) {
-            aug = "z";
-            if (signal) aug += 'S';
-            if (key_b) aug += 'B';
-        }
-        for (const char c : aug)
-            e_.u8(static_cast<unsigned char>(c));
+        for (const char ch : c.augmentation)
+            e_.u8(static_cast<unsigned char>(ch));
         e_.u8(0);
         e_.uleb(1); // code alignment factor
         e_.sleb(data_alignment);
-        e_.uleb(abi_.ra_reg);         // return-address column
-        if (!aug.empty()) e_.uleb(0); // no augmentation data
+        e_.uleb(abi_.ra_reg);                    // return-address column
+        if (!c.augmentation.empty()) e_.uleb(0); // no augmentation data
+        e_.bytes(c.initial);
+        end_entry(start);
+        return cies_.emplace(std::move(c.key), Cie{static_cast<std::uint32_t>(start), c.state})
+            .first->second;
+    }
+
+    // What a CIE for those arguments holds, and the key it is found by.
+    struct CieContents {
+        std::string augmentation;
+        std::vector<std::uint8_t> initial; // initial instructions
+        State state;                       // the rules they leave in force
+        bool has_entry_rules = false;
+        std::string key; // augmentation, NUL, initial instructions
+    };
+
+    CieContents cie_contents(bool signal, bool key_b, const Row* entry,
+                             const CalleeSavedChange* entry_saved) const {
+        CieContents c;
+        if (signal || key_b) {
+            c.augmentation = "z";
+            if (signal) c.augmentation += 'S';
+            if (key_b) c.augmentation += 'B';
+        }
+        // The registers SFrame does not track: DW_CFA_undefined, or nothing
+        // said (always written in the FDEs then).
+        c.state.saved = untracked_callee_saved(abi_).size();
+        if (options_.undefine_untracked_callee_saved)
+            std::fill_n(c.state.callee_saved.begin(), c.state.saved,
+                        std::optional<RegRule>(RegRule::undefined()));
+        Emitter ie(c.initial, abi_.order);
         if (options_.undefine_untracked_callee_saved)
             for (const std::uint16_t r : untracked_callee_saved(abi_)) {
-                e_.u8(DW_CFA_undefined);
-                e_.uleb(r);
+                ie.u8(DW_CFA_undefined);
+                ie.uleb(r);
             }
         // The caller's SP is the CFA plus the ABI's offset (s390x: CFA - 160,
         // SFrame v2 erratum 1); DWARF's default would be the CFA itself.
         if (abi_.sp_from_cfa != 0) {
-            e_.u8(DW_CFA_val_expression);
-            e_.uleb(abi_.sp_reg);
-            block(e_, Expr().plus_const(abi_.sp_from_cfa));
+            ie.u8(DW_CFA_val_expression);
+            ie.uleb(abi_.sp_reg);
+            block(ie, Expr().plus_const(abi_.sp_from_cfa));
         }
-        end_entry(start);
-        const auto offset = static_cast<std::uint32_t>(start);
-        cies_.emplace(key, offset);
-        return offset;
-    }
-
-    void advance_to(State& st, std::uint64_t at) {
-        if (at > st.loc) {
-            advance(e_, at - st.loc);
-            st.loc = at;
+        const std::size_t base_size = c.initial.size();
+        if (entry != nullptr) {
+            State to = c.state;
+            apply(to, *entry);
+            // The signing state stays out: DW_CFA_AARCH64_negate_ra_state
+            // toggles it, and every FDE starts unsigned.
+            to.ra_signed = false;
+            if (entry_saved != nullptr) apply(to, *entry_saved);
+            transition(ie, c.state, to);
         }
-    }
-
-    // The callee-saved registers' rules from `at`: only those that differ
-    // from the rules in force (the CIE's, then the previous change's).
-    void emit_callee_saved(State& st, const CalleeSavedChange& change, std::uint64_t at) {
-        advance_to(st, at);
-        const auto regs = untracked_callee_saved(abi_);
-        for (std::size_t i = 0; i < regs.size() && i < change.rules.size(); ++i) {
-            const RegRule r = callee_saved_rule(change.rules[i]);
-            if (st.callee_saved[i] && same_rule(*st.callee_saved[i], r)) continue;
-            emit_register_rule(e_, regs[i], r);
-            st.callee_saved[i] = r;
-        }
+        c.has_entry_rules = c.initial.size() > base_size;
+        c.key = c.augmentation;
+        c.key += '\0';
+        c.key.append(c.initial.begin(), c.initial.end());
+        return c;
     }
 
     // The callee-saved rule changes for one FDE that the writer can use: in
@@ -361,57 +400,197 @@ class Writer {
         return changes;
     }
 
-    void emit_row(State& st, const Row& row, std::uint64_t at) {
-        advance_to(st, at);
-        if (!st.cfa || !same_cfa(*st.cfa, row.cfa)) {
-            emit_cfa_rule(e_, st.cfa, row.cfa);
-            st.cfa = row.cfa;
+    // Writes the instructions that take the rules in force, `st`, to those
+    // of `to` (at the same location): only the rules that differ.
+    void transition(Emitter& e, State& st, const State& to) const {
+        if (to.cfa && (!st.cfa || !same_cfa(*st.cfa, *to.cfa))) {
+            emit_cfa_rule(e, st.cfa, *to.cfa);
+            st.cfa = to.cfa;
         }
-        if (!st.ra || !same_rule(*st.ra, row.ra)) {
-            emit_register_rule(e_, abi_.ra_reg, row.ra);
-            st.ra = row.ra;
+        if (to.ra && (!st.ra || !same_rule(*st.ra, *to.ra))) {
+            emit_register_rule(e, abi_.ra_reg, *to.ra);
+            st.ra = to.ra;
         }
-        if (!st.fp || !same_rule(*st.fp, row.fp)) {
-            emit_register_rule(e_, abi_.fp_reg, row.fp);
-            st.fp = row.fp;
+        if (to.fp && (!st.fp || !same_rule(*st.fp, *to.fp))) {
+            emit_register_rule(e, abi_.fp_reg, *to.fp);
+            st.fp = to.fp;
         }
         // DW_CFA_AARCH64_negate_ra_state toggles the signing state (AArch64
         // DWARF supplement, section 4.4.1), which starts unsigned.
-        if (row.mangled_ra != st.ra_signed) {
-            e_.u8(DW_CFA_AARCH64_negate_ra_state);
-            st.ra_signed = row.mangled_ra;
+        if (to.ra_signed != st.ra_signed) {
+            e.u8(DW_CFA_AARCH64_negate_ra_state);
+            st.ra_signed = to.ra_signed;
+        }
+        const auto regs = untracked_callee_saved(abi_);
+        for (std::size_t i = 0; i < regs.size() && i < to.saved; ++i) {
+            const auto& r = to.callee_saved[i];
+            if (!r || (st.callee_saved[i] && same_rule(*st.callee_saved[i], *r))) continue;
+            emit_register_rule(e, regs[i], *r);
+            st.callee_saved[i] = r;
         }
     }
 
-    // The SFrame rows and the callee-saved changes, in address order: a DWARF
-    // row starts at each of either (DWARF 5 section 6.4.1: a row holds until
-    // the next DW_CFA_advance_loc). Returns the number of rows.
-    std::uint32_t merge_rows(State& st, const std::vector<std::pair<std::uint64_t, Row>>& rows,
-                             const std::vector<CalleeSavedChange>& changes, std::uint64_t start) {
-        // The CIE's initial rules for the registers (DW_CFA_undefined, or
-        // nothing said: always written then).
-        st.callee_saved.assign(untracked_callee_saved(abi_).size(),
-                               options_.undefine_untracked_callee_saved
-                                   ? std::optional<RegRule>(RegRule::undefined())
-                                   : std::nullopt);
-        std::uint32_t written = 0;
+    // The rules of the SFrame row `row` replace the CFA, RA and FP rules.
+    static void apply(State& s, const Row& row) {
+        s.cfa = row.cfa;
+        s.ra = row.ra;
+        s.fp = row.fp;
+        s.ra_signed = row.mangled_ra;
+    }
+    // The callee-saved registers' rules of `change` replace theirs.
+    static void apply(State& s, const CalleeSavedChange& change) {
+        for (std::size_t i = 0; i < s.saved && i < change.rules.size(); ++i)
+            s.callee_saved[i] = callee_saved_rule(change.rules[i]);
+    }
+
+    // The FDE's rows, from the CIE's rules: the SFrame rows and the
+    // callee-saved changes in address order, a DWARF row at each of either
+    // (DWARF 5 section 6.4.1: a row holds until the next DW_CFA_advance_loc),
+    // each with every rule in force there.
+    static std::vector<State> table(const State& cie,
+                                    const std::vector<std::pair<std::uint64_t, Row>>& rows,
+                                    const std::vector<CalleeSavedChange>& changes,
+                                    std::uint64_t start) {
+        std::vector<State> out;
+        out.reserve(rows.size() + changes.size());
+        State s = cie;
         std::size_t j = 0;
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const std::uint64_t at = rows[i].first;
             const std::uint64_t next = i + 1 < rows.size() ? rows[i + 1].first : UINT64_MAX;
+            s.loc = at;
+            apply(s, rows[i].second);
             // The last change at or before the row's start holds from there.
-            const CalleeSavedChange* pending = nullptr;
-            while (j < changes.size() && changes[j].pc - start <= at)
-                pending = &changes[j++];
-            emit_row(st, rows[i].second, at);
-            if (pending != nullptr) emit_callee_saved(st, *pending, at);
-            ++written;
+            for (; j < changes.size() && changes[j].pc - start <= at; ++j)
+                apply(s, changes[j]);
+            out.push_back(s);
             for (; j < changes.size() && changes[j].pc - start < next; ++j) {
-                emit_callee_saved(st, changes[j], changes[j].pc - start);
-                ++written;
+                s.loc = changes[j].pc - start;
+                apply(s, changes[j]);
+                out.push_back(s);
             }
         }
-        return written;
+        return out;
+    }
+
+    // The bytes transition() writes.
+    std::size_t transition_size(const State& from, const State& to) const {
+        scratch_.clear();
+        Emitter e(scratch_, abi_.order);
+        State st = from;
+        transition(e, st, to);
+        return scratch_.size();
+    }
+
+    // After DW_CFA_restore_state, the rules of `to`: from `remembered`, the
+    // rules DW_CFA_remember_state saved, except for the CFA rule. DWARF 5
+    // section 6.4.2.4 says that DW_CFA_remember_state pushes the rules of
+    // every register, and not whether the CFA rule is one of them (LLDB,
+    // GDB and libdw push it): a reader may have the CFA rule of the
+    // remembered row or the one in force before. Where the two differ and
+    // `to` has a CFA rule of its own, it is written whole, which sets it
+    // under either reading.
+    void after_restore(Emitter& e, State& st, const State& remembered, const State& before,
+                       const State& to) const {
+        st = remembered;
+        const bool same_both =
+            remembered.cfa && before.cfa && to.cfa && same_cfa(*remembered.cfa, *before.cfa);
+        if (to.cfa && (!same_both || !same_cfa(*remembered.cfa, *to.cfa))) {
+            emit_cfa_rule(e, same_both ? remembered.cfa : std::nullopt, *to.cfa);
+            st.cfa = to.cfa;
+        }
+        transition(e, st, to);
+    }
+
+    std::size_t after_restore_size(const State& remembered, const State& before,
+                                   const State& to) const {
+        scratch_.clear();
+        Emitter e(scratch_, abi_.order);
+        State st;
+        after_restore(e, st, remembered, before, to);
+        return scratch_.size();
+    }
+
+    // How many of the RA, FP and callee-saved rules differ between a and b.
+    static std::size_t differing(const State& a, const State& b) {
+        auto same_opt = [](const std::optional<RegRule>& x, const std::optional<RegRule>& y) {
+            return x.has_value() == y.has_value() && (!x || same_rule(*x, *y));
+        };
+        std::size_t n = same_opt(a.ra, b.ra) ? 0U : 1U;
+        n += same_opt(a.fp, b.fp) ? 0U : 1U;
+        for (std::size_t i = 0; i < a.saved && i < b.saved; ++i)
+            n += same_opt(a.callee_saved[i], b.callee_saved[i]) ? 0U : 1U;
+        return n;
+    }
+
+    // Where DW_CFA_remember_state and DW_CFA_restore_state shorten the
+    // table, as GCC's .cfi_remember_state and .cfi_restore_state do around
+    // an epilogue: a row that needs many rules written from the row before
+    // (the body of a function after an epilogue) is written as a restore of
+    // an earlier row's rules, remembered when that row was written, and the
+    // rules that still differ, where that takes fewer bytes (the remember
+    // and the restore cost one each). The earlier row is the one among the
+    // `lookback` rows before with the fewest rules that differ. Pairs do not
+    // nest: the stack never holds more than one set. Not where the RA
+    // signing state (AArch64) of the row before differs from the
+    // remembered row's: DW_CFA_AARCH64_negate_ra_state toggles it, and
+    // whether a restore restores it is the reader's to say.
+    struct StackUse {
+        std::vector<bool> remember_after;
+        std::vector<bool> restore_at;
+    };
+    StackUse plan_stack(const std::vector<State>& rows) const {
+        static constexpr std::size_t lookback = 32;
+        StackUse use{std::vector<bool>(rows.size(), false), std::vector<bool>(rows.size(), false)};
+        std::size_t free_from = 0; // rows before this are inside a pair
+        for (std::size_t i = 2; i < rows.size(); ++i) {
+            const State& before = rows[i - 1];
+            const std::size_t plain = transition_size(before, rows[i]);
+            if (plain <= 2) continue;
+            const std::size_t low = std::max(free_from, i >= lookback ? i - lookback : 0);
+            std::size_t best = rows.size();
+            std::size_t best_differing = differing(before, rows[i]);
+            for (std::size_t k = i - 1; k-- > low;) {
+                if (rows[k].ra_signed != before.ra_signed) continue;
+                const std::size_t d = differing(rows[k], rows[i]);
+                if (d < best_differing) {
+                    best = k;
+                    best_differing = d;
+                    if (d == 0) break;
+                }
+            }
+            if (best == rows.size() || 2 + after_restore_size(rows[best], before, rows[i]) >= plain)
+                continue;
+            use.remember_after[best] = true;
+            use.restore_at[i] = true;
+            free_from = i;
+        }
+        return use;
+    }
+
+    // Writes the FDE's rows from the rules its CIE leaves in force.
+    void emit_table(State st, const std::vector<State>& rows) {
+        const StackUse use = plan_stack(rows);
+        State remembered;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const State& row = rows[i];
+            if (row.loc > st.loc) {
+                advance(e_, row.loc - st.loc);
+                st.loc = row.loc;
+            }
+            if (use.restore_at[i]) {
+                e_.u8(DW_CFA_restore_state);
+                const State before = st;
+                after_restore(e_, st, remembered, before, row);
+                st.loc = row.loc;
+            } else {
+                transition(e_, st, row);
+            }
+            if (use.remember_after[i]) {
+                e_.u8(DW_CFA_remember_state);
+                remembered = st;
+            }
+        }
     }
 
     Status write_fde(const sframe::Fde& fde) {
@@ -455,25 +634,27 @@ class Writer {
             }
         }
 
-        const std::uint32_t cie = cie_for(fde.signal, fde.pauth_key == sframe::PauthKey::B);
+        const auto changes = callee_saved_changes(fde, fres->empty());
+        // The first row's rules go to the CIE when the row starts the
+        // function (and with them the callee-saved rules that start there).
+        const bool first_at_start = !rows.empty() && rows.front().first == 0;
+        const bool saved_at_start = !changes.empty() && changes.front().pc == fde.start;
+        const Cie& cie = cie_for(fde.signal, fde.pauth_key == sframe::PauthKey::B,
+                                 first_at_start ? &rows.front().second : nullptr,
+                                 first_at_start && saved_at_start ? &changes.front() : nullptr);
         const bool z = fde.signal || fde.pauth_key == sframe::PauthKey::B;
         WrittenFunction fn;
         fn.start = fde.start;
         fn.size = fde.size;
         fn.sframe_fde = fde.index;
         fn.pc_mask = fde.pc_type == sframe::PcType::Mask;
-        fn.offset = begin_fde(cie, fde.start, fde.size);
+        State st = cie.initial;
+        fn.offset = begin_fde(cie.offset, fde.start, fde.size);
         if (z) e_.uleb(0); // augmentation data length
-        State st;
-        const auto changes = callee_saved_changes(fde, fres->empty());
-        if (changes.empty()) {
-            for (const auto& [at, row] : rows)
-                emit_row(st, row, at);
-            fn.rows = static_cast<std::uint32_t>(rows.size());
-        } else {
-            fn.rows = merge_rows(st, rows, changes, fde.start);
-            fn.callee_saved_changes = static_cast<std::uint32_t>(changes.size());
-        }
+        const std::vector<State> tbl = table(st, rows, changes, fde.start);
+        emit_table(st, tbl);
+        fn.rows = static_cast<std::uint32_t>(tbl.size());
+        fn.callee_saved_changes = static_cast<std::uint32_t>(changes.size());
         end_entry(fn.offset);
         out_.functions.push_back(fn);
         return ok();
@@ -527,9 +708,11 @@ class Writer {
         w.size = fn.size;
         w.entry_function = true;
         w.rows = 1;
-        w.offset = begin_fde(cie_for(false, false), fn.start, fn.size);
-        State st;
-        emit_row(st, r, 0);
+        const Cie& cie = cie_for(false, false, nullptr, nullptr);
+        w.offset = begin_fde(cie.offset, fn.start, fn.size);
+        State row = cie.initial;
+        apply(row, r);
+        emit_table(cie.initial, {row});
         end_entry(w.offset);
         out_.functions.push_back(w);
     }
@@ -539,7 +722,12 @@ class Writer {
     DebugFrameOptions options_;
     DebugFrame out_;
     Emitter e_;
-    std::map<int, std::uint32_t> cies_;
+    // transition_size() and after_restore_size() write here.
+    mutable std::vector<std::uint8_t> scratch_;
+    // CIEs by augmentation and initial instructions.
+    std::map<std::string, Cie> cies_;
+    static constexpr std::size_t max_entry_cies = 64;
+    std::size_t entry_cies_ = 0;
 };
 
 } // namespace

@@ -20,6 +20,13 @@
 // DW_CFA_val_offset is never used: LLDB (19 and earlier) skips it without
 // reading its operands and misparses everything after it.
 //
+// A row is written as the rules that differ from the row before. FDEs whose
+// first rows are alike share a CIE that holds that row (its initial
+// instructions), and a row that takes up an earlier row's rules again (a
+// function's body after an epilogue) is a DW_CFA_restore_state of them where
+// that is shorter, as GCC's CFI does: the section is what LLDB indexes and
+// keeps mapped, and the plugin's cache holds it.
+//
 // Registers that the ABI says a callee preserves but SFrame does not track
 // (x86-64 rbx, r12-r15; ...) are DW_CFA_undefined in the CIE: a debugger then
 // reports them unavailable in caller frames instead of showing the callee's
