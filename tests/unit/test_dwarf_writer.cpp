@@ -422,6 +422,53 @@ TEST_CASE("write_debug_frame: rules the fixtures lack") {
         CHECK(c.rows == 6 + 1 + 8 + 1);
         CHECK(c.pcs == 2 * c.rows);
     }
+    SECTION("x86-64: more kinds of first row than the writer makes CIEs for") {
+        // FDEs that start alike share a CIE holding their first row; past 64
+        // such CIEs, an FDE refers to the CIE without one and writes its
+        // first row itself. Both kinds read back as SFrame gives them.
+        const elf::ElfFile program = open_fixture("bin/gas-2.47/recurse-O2-nofp-static");
+        sframe::WriterOptions opt;
+        opt.version = sframe::Version::V3;
+        opt.abi = sframe::AbiArch::Amd64Little;
+        sframe::Writer w(opt);
+        constexpr std::uint32_t kinds = 80;
+        for (std::uint32_t i = 0; i < 2 * kinds; ++i) {
+            FdeSpec f;
+            f.start = 0x401000 + 0x20 * i;
+            f.size = 0x20;
+            const auto first = static_cast<std::int32_t>(8 + 8 * (i % kinds));
+            f.fres.push_back(fre(0, CfaRule{7, first, false}, at_cfa(-8),
+                                 RegRule::same_value(RegRule::Source::Fre)));
+            f.fres.push_back(fre(4, CfaRule{7, first + 8, false}, at_cfa(-8), at_cfa(-16)));
+            w.add(f);
+        }
+        auto bytes = w.write();
+        if (!bytes) FAIL(bytes.error().message());
+        auto section = sframe::Section::parse(*bytes, 0x400000);
+        REQUIRE(section);
+        const Counts c = check_section(program, *section, "x86 CIEs");
+        CHECK(c.rows == 2 * 2 * kinds);
+        // The CIEs (32-bit .debug_frame entries whose CIE_id is all ones):
+        // 64 with a first row, and the one without.
+        auto frame = cfi::write_debug_frame(*section);
+        REQUIRE(frame);
+        const auto& b = frame->bytes;
+        auto u32 = [&b](std::size_t at) {
+            return std::uint32_t{b[at]} | std::uint32_t{b[at + 1]} << 8 |
+                   std::uint32_t{b[at + 2]} << 16 | std::uint32_t{b[at + 3]} << 24;
+        };
+        std::size_t cies = 0;
+        std::size_t fdes = 0;
+        for (std::size_t at = 0; at + 8 <= b.size();) {
+            const std::uint32_t length = u32(at);
+            REQUIRE(length >= 4);
+            REQUIRE(length <= b.size() - at - 4);
+            ++(u32(at + 4) == 0xffffffffU ? cies : fdes);
+            at += 4 + std::size_t{length};
+        }
+        CHECK(cies == 65);
+        CHECK(fdes == 2 * kinds);
+    }
     SECTION("AArch64: signed return addresses, key B, RA in the link register") {
         const elf::ElfFile program = open_fixture("bin/gas-2.47-aarch64/recurse-O2-nofp-static");
         sframe::WriterOptions opt;
