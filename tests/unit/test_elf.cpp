@@ -444,7 +444,7 @@ TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[
     // sframe(): the header and the FDE records, not the FRE sub-section
     // (125 of the section's 172 KB); a lookup reads its FDE's FREs.
     const std::size_t after_sframe = f->bytes_read();
-    CHECK(after_sframe >= after_open + section->fde_count() * 16U);
+    CHECK(after_sframe >= after_open + std::size_t{section->fde_count()} * 16U);
     CHECK(after_sframe < after_open + where->size / 2);
     auto fde = section->fde(section->fde_count() / 2);
     REQUIRE(fde);
@@ -532,6 +532,48 @@ TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[
         CHECK(gone.error().code() == Errc::Io);
         CHECK(has_text(gone.error(), copy.string()));
     }
+}
+
+TEST_CASE("sframe(): a small section is copied, not read into the image", "[elf]") {
+    // 214 bytes of .sframe at file offset 0x20f8, alone in its page: the
+    // page would cost 4 KiB for them. The copy gives the same rows as the
+    // section read in place, and the image never holds the page.
+    const auto path =
+        test::source_dir() / "tests/fixtures/bin/gas-2.47/plt-O2-fp/libfixture_plt.so";
+    const auto whole = test::read_bytes(path);
+    auto f = elf::ElfFile::open(path.string());
+    REQUIRE(f);
+    const auto where = f->find_sframe();
+    REQUIRE(where);
+    REQUIRE(where->size == 0xd6);
+    const std::size_t before = f->bytes_read();
+    auto copied = f->sframe();
+    REQUIRE(copied);
+    CHECK(f->bytes_read() == before);
+    auto again = f->sframe();
+    REQUIRE(again);
+    CHECK(again->view().bytes().data() == copied->view().bytes().data()); // one copy
+    auto in_place = sframe::Section::parse(
+        std::span(whole).subspan(where->file_offset, where->size), where->vaddr);
+    REQUIRE(in_place);
+    REQUIRE(copied->fde_count() == in_place->fde_count());
+    std::size_t compared = 0;
+    for (std::uint32_t i = 0; i < in_place->fde_count(); ++i) {
+        const auto fde = in_place->fde(i);
+        REQUIRE(fde);
+        for (std::uint64_t pc = fde->start; pc < fde->start + fde->size; ++pc) {
+            const auto a = copied->lookup(pc);
+            const auto b = in_place->lookup(pc);
+            REQUIRE(a.has_value() == b.has_value());
+            if (a) CHECK(*a == *b);
+            ++compared;
+        }
+    }
+    CHECK(compared > 50);
+    CHECK(f->bytes_read() == before);
+    // sframe_bytes() still reads the section into the image.
+    REQUIRE(f->sframe_bytes(*where));
+    CHECK(f->bytes_read() > before);
 }
 
 TEST_CASE("dynamic_info(): DT_NEEDED in order, reading the dynamic section only", "[elf]") {

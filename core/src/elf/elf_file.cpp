@@ -14,12 +14,12 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <elf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits>
+#include <list>
 #include <mutex>
 #include <string_view>
 #include <sys/stat.h>
@@ -96,13 +96,48 @@ class ImageSectionFetcher final : public sframe::SectionFetcher {
     std::uint64_t file_offset_;
 };
 
+// A libelf descriptor, ended when it goes out of scope.
+class ElfHandle {
+  public:
+    explicit ElfHandle(::Elf* elf) noexcept : elf_(elf) {}
+    ElfHandle(const ElfHandle&) = delete;
+    ElfHandle& operator=(const ElfHandle&) = delete;
+    ~ElfHandle() {
+        if (elf_ != nullptr) elf_end(elf_);
+    }
+    ::Elf* get() const noexcept { return elf_; }
+
+  private:
+    ::Elf* elf_;
+};
+
 struct ElfFile::Impl {
     std::string name;
     detail::FileImage image;
     // The fetchers of the Sections sframe() made, one per section offset
-    // (a deque: they stay where they are while the Sections point to them).
+    // (a list: they stay where they are while the Sections point to them,
+    // and an empty one allocates nothing, unlike a deque).
     mutable std::mutex fetchers_mutex;
-    mutable std::deque<ImageSectionFetcher> fetchers;
+    mutable std::list<ImageSectionFetcher> fetchers;
+
+    // Small sections' bytes copied out of the file (sframe()), one per
+    // section offset, kept as long as the file.
+    mutable std::list<std::pair<std::uint64_t, std::vector<std::uint8_t>>> copies;
+    // A copy of [file_offset, + size) read from the file, or empty.
+    std::span<const std::uint8_t> copy_at(std::uint64_t file_offset, std::uint64_t size) const {
+        const std::lock_guard lock(fetchers_mutex);
+        for (const auto& [at, bytes] : copies)
+            if (at == file_offset && bytes.size() == size) return bytes;
+        std::vector<std::uint8_t> bytes;
+        bytes.reserve(static_cast<std::size_t>(size));
+        if (!image.scan(file_offset, size,
+                        [&](std::span<const std::uint8_t> piece) {
+                            bytes.insert(bytes.end(), piece.begin(), piece.end());
+                        }) ||
+            bytes.size() != size)
+            return {};
+        return copies.emplace_back(file_offset, std::move(bytes)).second;
+    }
 
     const ImageSectionFetcher& fetcher_at(std::uint64_t file_offset) const {
         const std::lock_guard lock(fetchers_mutex);
@@ -110,7 +145,24 @@ struct ElfFile::Impl {
             if (f.file_offset() == file_offset) return f;
         return fetchers.emplace_back(image, file_offset);
     }
-    ::Elf* elf = nullptr;
+    // libelf's descriptor of the image for libelf_handle() and
+    // libelf_headers(), made at the first call. The reads here (the headers,
+    // the notes, the dynamic section, the symbols) each use a descriptor of
+    // their own, ended after: one kept from open() cost every module about
+    // 5 KB of libelf's section descriptors (300 small libraries: 1.6 MB of a
+    // debugger's memory) that most modules never use again.
+    mutable std::mutex elf_mutex;
+    mutable ::Elf* kept = nullptr;
+    ::Elf* kept_elf() const {
+        const std::lock_guard lock(elf_mutex);
+        if (kept == nullptr) kept = new_elf();
+        return kept;
+    }
+    // libelf reads from the image but does not write to it (ELF_C_READ).
+    ::Elf* new_elf() const {
+        return elf_memory(const_cast<char*>(reinterpret_cast<const char*>(image.bytes().data())),
+                          image.size());
+    }
     ByteOrder order = ByteOrder::Little;
     std::uint16_t machine = 0;
     std::uint16_t type = 0;
@@ -132,7 +184,7 @@ struct ElfFile::Impl {
     Impl(const Impl&) = delete;
     Impl& operator=(const Impl&) = delete;
     ~Impl() {
-        if (elf != nullptr) elf_end(elf);
+        if (kept != nullptr) elf_end(kept);
     }
 
     Error error(Errc code, const std::string& what, std::uint64_t where = no_offset) const {
@@ -239,8 +291,8 @@ Status ElfFile::Impl::read_headers() {
 
     if (auto st = ensure_headers(); !st) return st;
     if (!libelf_ready()) return error(Errc::Unsupported, std::string("libelf: ") + elf_errmsg(-1));
-    // libelf reads from the image but does not write to it (ELF_C_READ).
-    elf = elf_memory(const_cast<char*>(reinterpret_cast<const char*>(view.data())), view.size());
+    const ElfHandle handle(new_elf());
+    ::Elf* elf = handle.get();
     if (elf == nullptr || elf_kind(elf) != ELF_K_ELF)
         return libelf_error("libelf cannot read the ELF header", 0);
 
@@ -352,7 +404,9 @@ void ElfFile::Impl::read_symbol_table(const SectionInfo& table) const {
     if (!image.ensure(table.offset, table.size) ||
         (strings.in_file && !image.ensure(strings.offset, strings.size)))
         return;
-    Elf_Scn* scn = elf_getscn(elf, table.index);
+    const ElfHandle handle(new_elf());
+    ::Elf* elf = handle.get();
+    Elf_Scn* scn = elf == nullptr ? nullptr : elf_getscn(elf, table.index);
     if (scn == nullptr) return;
     // elf_getdata converts the entries to host order (in its own buffer when
     // the file's order differs, so image() keeps the file's bytes).
@@ -427,10 +481,10 @@ ByteOrder ElfFile::byte_order() const noexcept {
 ::Elf* ElfFile::libelf_handle() const {
     // libdw may read any part of the file through it.
     if (!impl_->image.ensure_all()) return nullptr;
-    return impl_->elf;
+    return impl_->kept_elf();
 }
 ::Elf* ElfFile::libelf_headers() const noexcept {
-    return impl_->elf;
+    return impl_->kept_elf();
 }
 std::uint16_t ElfFile::machine() const noexcept {
     return impl_->machine;
@@ -530,11 +584,13 @@ std::optional<std::vector<std::uint8_t>> ElfFile::build_id() const {
     // Notes are found through SHT_NOTE sections or, without section headers,
     // PT_NOTE segments.
     const std::uint64_t size = impl_->image.size();
+    const ElfHandle handle(impl_->new_elf());
+    ::Elf* elf = handle.get();
+    if (elf == nullptr) return std::nullopt;
     for (const auto& sec : impl_->sections) {
         if (sec.type != SHT_NOTE || !sec.in_file || !impl_->image.ensure(sec.offset, sec.size))
             continue;
-        if (auto id = build_id_note(elf_getdata(elf_getscn(impl_->elf, sec.index), nullptr)))
-            return id;
+        if (auto id = build_id_note(elf_getdata(elf_getscn(elf, sec.index), nullptr))) return id;
     }
     if (!impl_->sections.empty()) return std::nullopt;
     for (const auto& ph : impl_->phdrs) {
@@ -542,8 +598,8 @@ std::optional<std::vector<std::uint8_t>> ElfFile::build_id() const {
             !impl_->image.ensure(ph.offset, ph.filesz))
             continue;
         const Elf_Type t = ph.align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
-        if (auto id = build_id_note(elf_getdata_rawchunk(
-                impl_->elf, static_cast<std::int64_t>(ph.offset), ph.filesz, t)))
+        if (auto id = build_id_note(
+                elf_getdata_rawchunk(elf, static_cast<std::int64_t>(ph.offset), ph.filesz, t)))
             return id;
     }
     return std::nullopt;
@@ -566,9 +622,11 @@ DynamicInfo ElfFile::dynamic_info() const {
         if (strtab == impl_->sections.end() || strtab->type != SHT_STRTAB || !strtab->in_file ||
             !impl_->image.ensure(strtab->offset, strtab->size))
             continue;
-        Elf_Scn* scn = elf_getscn(impl_->elf, sec.index);
+        const ElfHandle handle(impl_->new_elf());
+        ::Elf* elf = handle.get();
+        Elf_Scn* scn = elf == nullptr ? nullptr : elf_getscn(elf, sec.index);
         Elf_Data* data = scn == nullptr ? nullptr : elf_getdata(scn, nullptr);
-        const std::size_t entry = gelf_fsize(impl_->elf, ELF_T_DYN, 1, EV_CURRENT);
+        const std::size_t entry = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
         if (data == nullptr || entry == 0) continue;
         const std::size_t n = data->d_size / entry;
         for (std::size_t i = 0;
@@ -579,7 +637,7 @@ DynamicInfo ElfFile::dynamic_info() const {
             if (dyn.d_tag == DT_FLAGS_1) d.flags_1 = dyn.d_un.d_val;
             if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)
                 continue;
-            const char* text = elf_strptr(impl_->elf, sec.link, dyn.d_un.d_val);
+            const char* text = elf_strptr(elf, sec.link, dyn.d_un.d_val);
             if (text == nullptr) continue;
             // elf_strptr() checked that a NUL ends the string in the table.
             const std::string_view name(text, ::strnlen(text, max_name + 1));
@@ -713,8 +771,18 @@ Expected<sframe::Section> ElfFile::sframe() const {
     // unwinds, not of the whole section); sframe_bytes() reads it whole.
     auto bytes = impl_->located(*where);
     if (!bytes) return std::move(bytes).error();
-    auto section =
-        sframe::Section::parse(*bytes, where->vaddr, &impl_->fetcher_at(where->file_offset));
+    // A small section whose page nothing has read yet is copied instead:
+    // the page would cost 4 KiB of memory for its few bytes (a small
+    // library's section is often under 256 bytes, and a program may load
+    // hundreds of them).
+    constexpr std::uint64_t copied_below = 1024;
+    std::span<const std::uint8_t> copy;
+    if (!bytes->empty() && bytes->size() < copied_below &&
+        !impl_->image.has(where->file_offset, bytes->size()))
+        copy = impl_->copy_at(where->file_offset, bytes->size());
+    auto section = !copy.empty() ? sframe::Section::parse(copy, where->vaddr)
+                                 : sframe::Section::parse(*bytes, where->vaddr,
+                                                          &impl_->fetcher_at(where->file_offset));
     if (!section)
         // The offset stays relative to the section, as the SFrame tools print it.
         return impl_->error(section.error().code(),

@@ -191,6 +191,15 @@ bool FileImage::fill(std::size_t first_chunk, std::size_t last_chunk) const {
     return true;
 }
 
+bool FileImage::has(std::uint64_t offset, std::uint64_t length) const {
+    if (offset >= size_ || length == 0) return true;
+    const std::uint64_t end = offset + std::min<std::uint64_t>(length, size_ - offset);
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto c = static_cast<std::size_t>(offset / chunk); c <= (end - 1) / chunk; ++c)
+        if (!present_[c]) return false;
+    return true;
+}
+
 bool FileImage::scan(std::uint64_t offset, std::uint64_t length,
                      const std::function<void(std::span<const std::uint8_t>)>& consume) const {
     if (offset >= size_ || length == 0) return true;

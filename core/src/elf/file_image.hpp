@@ -48,6 +48,8 @@ class FileImage {
     // open(); last_error() says why.
     bool ensure(std::uint64_t offset, std::uint64_t length) const;
     bool ensure_all() const { return ensure(0, size_); }
+    // Whether every byte of [offset, offset + length) (clipped) is read.
+    bool has(std::uint64_t offset, std::uint64_t length) const;
     // Hands the bytes of [offset, offset + length) (clipped to the file) to
     // `consume` in order, in pieces of at most `piece` bytes, without making
     // them resident: for a reader that passes over them once (a hash), so
