@@ -323,6 +323,9 @@ Status ElfFile::Impl::read_headers() {
                              std::to_string(size) + " bytes)",
                          ehdr.e_phoff);
     }
+    // Exactly as many as the file has (checked above to lie in the file):
+    // a module is kept for the session, and doubling leaves a third unused.
+    phdrs.reserve(phnum);
     for (std::size_t i = 0; i < phnum; ++i) {
         GElf_Phdr ph;
         const std::uint64_t at = ehdr.e_phoff + i * sizeof(Elf64_Phdr);
@@ -374,6 +377,7 @@ Status ElfFile::Impl::read_headers() {
             if (auto st = ensure(names.sh_offset, names.sh_size, "the section name table"); !st)
                 return st;
     }
+    sections.reserve(shnum);
     for (std::size_t i = 0; i < shnum; ++i) {
         Elf_Scn* scn = elf_getscn(elf, i);
         GElf_Shdr sh;
