@@ -376,6 +376,7 @@ class Writer {
             to.ra_signed = false;
             if (entry_saved != nullptr) apply(to, *entry_saved);
             transition(ie, c.state, to);
+            c.state = to;
         }
         c.has_entry_rules = c.initial.size() > base_size;
         c.key = c.augmentation;
@@ -401,32 +402,23 @@ class Writer {
     }
 
     // Writes the instructions that take the rules in force, `st`, to those
-    // of `to` (at the same location): only the rules that differ.
-    void transition(Emitter& e, State& st, const State& to) const {
-        if (to.cfa && (!st.cfa || !same_cfa(*st.cfa, *to.cfa))) {
-            emit_cfa_rule(e, st.cfa, *to.cfa);
-            st.cfa = to.cfa;
-        }
-        if (to.ra && (!st.ra || !same_rule(*st.ra, *to.ra))) {
+    // of `to` (at the same location): only the rules that differ. The rules
+    // in force are then those of `to` (a rule `to` lacks, only a CIE's
+    // callee-saved register without one, is one `st` lacks too).
+    void transition(Emitter& e, const State& st, const State& to) const {
+        if (to.cfa && (!st.cfa || !same_cfa(*st.cfa, *to.cfa))) emit_cfa_rule(e, st.cfa, *to.cfa);
+        if (to.ra && (!st.ra || !same_rule(*st.ra, *to.ra)))
             emit_register_rule(e, abi_.ra_reg, *to.ra);
-            st.ra = to.ra;
-        }
-        if (to.fp && (!st.fp || !same_rule(*st.fp, *to.fp))) {
+        if (to.fp && (!st.fp || !same_rule(*st.fp, *to.fp)))
             emit_register_rule(e, abi_.fp_reg, *to.fp);
-            st.fp = to.fp;
-        }
         // DW_CFA_AARCH64_negate_ra_state toggles the signing state (AArch64
         // DWARF supplement, section 4.4.1), which starts unsigned.
-        if (to.ra_signed != st.ra_signed) {
-            e.u8(DW_CFA_AARCH64_negate_ra_state);
-            st.ra_signed = to.ra_signed;
-        }
+        if (to.ra_signed != st.ra_signed) e.u8(DW_CFA_AARCH64_negate_ra_state);
         const auto regs = untracked_callee_saved(abi_);
         for (std::size_t i = 0; i < regs.size() && i < to.saved; ++i) {
             const auto& r = to.callee_saved[i];
-            if (!r || (st.callee_saved[i] && same_rule(*st.callee_saved[i], *r))) continue;
-            emit_register_rule(e, regs[i], *r);
-            st.callee_saved[i] = r;
+            if (r && (!st.callee_saved[i] || !same_rule(*st.callee_saved[i], *r)))
+                emit_register_rule(e, regs[i], *r);
         }
     }
 
@@ -477,8 +469,7 @@ class Writer {
     std::size_t transition_size(const State& from, const State& to) const {
         scratch_.clear();
         Emitter e(scratch_, abi_.order);
-        State st = from;
-        transition(e, st, to);
+        transition(e, from, to);
         return scratch_.size();
     }
 
@@ -490,24 +481,25 @@ class Writer {
     // remembered row or the one in force before. Where the two differ and
     // `to` has a CFA rule of its own, it is written whole, which sets it
     // under either reading.
-    void after_restore(Emitter& e, State& st, const State& remembered, const State& before,
+    void after_restore(Emitter& e, const State& remembered, const State& before,
                        const State& to) const {
-        st = remembered;
         const bool same_both =
             remembered.cfa && before.cfa && to.cfa && same_cfa(*remembered.cfa, *before.cfa);
         if (to.cfa && (!same_both || !same_cfa(*remembered.cfa, *to.cfa))) {
             emit_cfa_rule(e, same_both ? remembered.cfa : std::nullopt, *to.cfa);
-            st.cfa = to.cfa;
+            State from = remembered;
+            from.cfa = to.cfa;
+            transition(e, from, to);
+            return;
         }
-        transition(e, st, to);
+        transition(e, remembered, to);
     }
 
     std::size_t after_restore_size(const State& remembered, const State& before,
                                    const State& to) const {
         scratch_.clear();
         Emitter e(scratch_, abi_.order);
-        State st;
-        after_restore(e, st, remembered, before, to);
+        after_restore(e, remembered, before, to);
         return scratch_.size();
     }
 
@@ -569,26 +561,27 @@ class Writer {
     }
 
     // Writes the FDE's rows from the rules its CIE leaves in force.
-    void emit_table(State st, const std::vector<State>& rows) {
+    void emit_table(const State& initial, const std::vector<State>& rows) {
         const StackUse use = plan_stack(rows);
-        State remembered;
+        const State* current = &initial;   // the rules in force
+        const State* remembered = nullptr; // those DW_CFA_remember_state saved
+        std::uint64_t loc = initial.loc;
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const State& row = rows[i];
-            if (row.loc > st.loc) {
-                advance(e_, row.loc - st.loc);
-                st.loc = row.loc;
+            if (row.loc > loc) {
+                advance(e_, row.loc - loc);
+                loc = row.loc;
             }
-            if (use.restore_at[i]) {
+            if (use.restore_at[i] && remembered != nullptr) {
                 e_.u8(DW_CFA_restore_state);
-                const State before = st;
-                after_restore(e_, st, remembered, before, row);
-                st.loc = row.loc;
+                after_restore(e_, *remembered, *current, row);
             } else {
-                transition(e_, st, row);
+                transition(e_, *current, row);
             }
+            current = &row;
             if (use.remember_after[i]) {
                 e_.u8(DW_CFA_remember_state);
-                remembered = st;
+                remembered = &row;
             }
         }
     }
@@ -648,11 +641,10 @@ class Writer {
         fn.size = fde.size;
         fn.sframe_fde = fde.index;
         fn.pc_mask = fde.pc_type == sframe::PcType::Mask;
-        State st = cie.initial;
         fn.offset = begin_fde(cie.offset, fde.start, fde.size);
         if (z) e_.uleb(0); // augmentation data length
-        const std::vector<State> tbl = table(st, rows, changes, fde.start);
-        emit_table(st, tbl);
+        const std::vector<State> tbl = table(cie.initial, rows, changes, fde.start);
+        emit_table(cie.initial, tbl);
         fn.rows = static_cast<std::uint32_t>(tbl.size());
         fn.callee_saved_changes = static_cast<std::uint32_t>(changes.size());
         end_entry(fn.offset);
