@@ -114,10 +114,11 @@ class ElfHandle {
 struct ElfFile::Impl {
     std::string name;
     detail::FileImage image;
+    // Guards `fetchers` and `copies`, which sframe() adds to.
+    mutable std::mutex on_demand_mutex;
     // The fetchers of the Sections sframe() made, one per section offset
     // (a list: they stay where they are while the Sections point to them,
     // and an empty one allocates nothing, unlike a deque).
-    mutable std::mutex fetchers_mutex;
     mutable std::list<ImageSectionFetcher> fetchers;
 
     // Small sections' bytes copied out of the file (sframe()), one per
@@ -125,7 +126,7 @@ struct ElfFile::Impl {
     mutable std::list<std::pair<std::uint64_t, std::vector<std::uint8_t>>> copies;
     // A copy of [file_offset, + size) read from the file, or empty.
     std::span<const std::uint8_t> copy_at(std::uint64_t file_offset, std::uint64_t size) const {
-        const std::lock_guard lock(fetchers_mutex);
+        const std::lock_guard lock(on_demand_mutex);
         for (const auto& [at, bytes] : copies)
             if (at == file_offset && bytes.size() == size) return bytes;
         std::vector<std::uint8_t> bytes;
@@ -140,7 +141,7 @@ struct ElfFile::Impl {
     }
 
     const ImageSectionFetcher& fetcher_at(std::uint64_t file_offset) const {
-        const std::lock_guard lock(fetchers_mutex);
+        const std::lock_guard lock(on_demand_mutex);
         for (const auto& f : fetchers)
             if (f.file_offset() == file_offset) return f;
         return fetchers.emplace_back(image, file_offset);

@@ -178,16 +178,16 @@ bool FileImage::fill(std::size_t first_chunk, std::size_t last_chunk) const {
     if (file.fd < 0) return false;
     const std::uint64_t from = std::uint64_t{first_chunk} * chunk;
     const std::uint64_t to = std::min<std::uint64_t>(std::uint64_t{last_chunk + 1} * chunk, size_);
-    const long long got = read_at(file.fd, data_ + from, static_cast<std::size_t>(to - from), from);
-    if (got < 0 || static_cast<std::uint64_t>(got) != to - from) {
-        error_ = path_ + ": read of " + std::to_string(to - from) + " bytes at offset " +
-                 std::to_string(from) +
-                 " failed: " + (got < 0 ? std::strerror(errno) : "the file is shorter than it was");
-        return false;
-    }
+    if (!read_fully(file.fd, data_ + from, static_cast<std::size_t>(to - from), from)) return false;
     for (std::size_t c = first_chunk; c <= last_chunk; ++c)
         present_[c] = true;
     resident_ += static_cast<std::size_t>(to - from);
+    return true;
+}
+
+bool FileImage::all_present(std::uint64_t offset, std::uint64_t end) const {
+    for (auto c = static_cast<std::size_t>(offset / chunk); c <= (end - 1) / chunk; ++c)
+        if (!present_[c]) return false;
     return true;
 }
 
@@ -195,9 +195,7 @@ bool FileImage::has(std::uint64_t offset, std::uint64_t length) const {
     if (offset >= size_ || length == 0) return true;
     const std::uint64_t end = offset + std::min<std::uint64_t>(length, size_ - offset);
     const std::lock_guard<std::mutex> lock(mutex_);
-    for (auto c = static_cast<std::size_t>(offset / chunk); c <= (end - 1) / chunk; ++c)
-        if (!present_[c]) return false;
-    return true;
+    return all_present(offset, end);
 }
 
 bool FileImage::scan(std::uint64_t offset, std::uint64_t length,
@@ -205,11 +203,7 @@ bool FileImage::scan(std::uint64_t offset, std::uint64_t length,
     if (offset >= size_ || length == 0) return true;
     const std::uint64_t end = offset + std::min<std::uint64_t>(length, size_ - offset);
     const std::lock_guard<std::mutex> lock(mutex_);
-    const auto first = static_cast<std::size_t>(offset / chunk);
-    const auto last = static_cast<std::size_t>((end - 1) / chunk);
-    if (std::all_of(present_.begin() + static_cast<std::ptrdiff_t>(first),
-                    present_.begin() + static_cast<std::ptrdiff_t>(last) + 1,
-                    [](bool p) { return p; })) {
+    if (all_present(offset, end)) {
         for (std::uint64_t at = offset; at < end; at += piece)
             consume(
                 {data_ + at, static_cast<std::size_t>(std::min<std::uint64_t>(piece, end - at))});
@@ -221,16 +215,18 @@ bool FileImage::scan(std::uint64_t offset, std::uint64_t length,
         static_cast<std::size_t>(std::min<std::uint64_t>(piece, end - offset)));
     for (std::uint64_t at = offset; at < end; at += piece) {
         const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(piece, end - at));
-        const long long got = read_at(file.fd, buffer.data(), n, at);
-        if (got < 0 || static_cast<std::uint64_t>(got) != n) {
-            error_ = path_ + ": read of " + std::to_string(n) + " bytes at offset " +
-                     std::to_string(at) + " failed: " +
-                     (got < 0 ? std::strerror(errno) : "the file is shorter than it was");
-            return false;
-        }
+        if (!read_fully(file.fd, buffer.data(), n, at)) return false;
         consume({buffer.data(), n});
     }
     return true;
+}
+
+bool FileImage::read_fully(int fd, std::uint8_t* out, std::size_t n, std::uint64_t at) const {
+    const long long got = read_at(fd, out, n, at);
+    if (got >= 0 && static_cast<std::uint64_t>(got) == n) return true;
+    error_ = path_ + ": read of " + std::to_string(n) + " bytes at offset " + std::to_string(at) +
+             " failed: " + (got < 0 ? std::strerror(errno) : "the file is shorter than it was");
+    return false;
 }
 
 std::string FileImage::last_error() const {

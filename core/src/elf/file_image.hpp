@@ -73,6 +73,12 @@ class FileImage {
     // The file at path_ opened again, if it is still the one open() saw;
     // -1 with error_ set otherwise. The caller holds mutex_.
     int reopen() const;
+    // Whether chunks [offset, end) are read (end > offset). The caller holds
+    // mutex_.
+    bool all_present(std::uint64_t offset, std::uint64_t end) const;
+    // pread() of n bytes at `at`, all of them, into `out`; else false with
+    // error_ set. The caller holds mutex_.
+    bool read_fully(int fd, std::uint8_t* out, std::size_t n, std::uint64_t at) const;
 
     std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;
