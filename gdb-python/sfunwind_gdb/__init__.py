@@ -33,11 +33,17 @@ class Session:
     def _register_unwinder(self, objfile):
         # One unwinder for the program space finds a frame's module by its
         # PC: GDB tries every objfile's Python unwinders in turn, so one per
-        # objfile made a frame in a program's 300th library 300 calls.
+        # objfile made a frame in a program's 300th library 300 calls (and
+        # where it sits: SframeUnwinder).
         progspace = objfile.progspace
         if self.unwinders.get(progspace) is None:
-            unwinder = self.unwinders[progspace] = SframeUnwinder(self.engine, self)
+            unwinder = self.unwinders[progspace] = SframeUnwinder(self.engine, self, progspace)
             gdb.unwinder.register_unwinder(progspace, unwinder, replace=True)
+
+    def _unwinders_home(self):
+        # The first objfile, where an unwinder may sit, can be the one going.
+        for unwinder in self.unwinders.values():
+            unwinder.go_home()
 
     def rescan(self, place=True, objfile=None):
         """Opens the new objfiles' SFrame (or only `objfile`'s); with
@@ -94,15 +100,18 @@ class Session:
 
     # -- events --------------------------------------------------------------
     def on_new_objfile(self, event):
+        self._unwinders_home()
         self.engine.forget_arch()
         self.rescan(place=False, objfile=getattr(event, "new_objfile", None))
 
     def on_clear_objfiles(self, event):
+        self._unwinders_home()
         self.registry.clear()
         self.engine.forget_arch()
         self.engine.new_stop()
 
     def on_free_objfile(self, event):
+        self._unwinders_home()
         objfile = getattr(event, "objfile", None)
         if objfile is not None and objfile.filename:
             self.registry.forget(objfile.filename)

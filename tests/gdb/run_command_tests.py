@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 """The `sframe` commands and the unwinder's visible behaviour in GDB: help
 texts, `sframe status` before and after `run` (load bias, a shared library
-loaded later), `sframe row`, `sframe compare`, switching paths, and the
-registers SFrame cannot restore showing as <not saved> in caller frames.
+loaded later), `sframe row`, `sframe compare`, where the Python unwinder
+sits among GDB's lists of unwinders (and that another objfile's unwinder
+is still asked first), switching paths, and the registers SFrame cannot
+restore showing as <not saved> in caller frames.
 
 Each step runs one GDB command and matches its output against a regular
 expression. usage: run_command_tests.py --gdb GDB --loader LOADER --runs host
@@ -12,6 +14,17 @@ Exit status 1 if any step's output did not match."""
 import re
 
 import gdb_harness as H
+
+# The Python unwinders' names in the first objfile's list and in the program
+# space's.
+WHERE = ("python print('sframe at:', [u.name for u in gdb.objfiles()[0].frame_unwinders], "
+         "[u.name for u in gdb.current_progspace().frame_unwinders])")
+# An unwinder that counts the frames it is asked about and declines them.
+USER_UNWINDER = ("python exec(\"import gdb.unwinder\\nclass Counting(gdb.unwinder.Unwinder):\\n"
+                 " def __init__(self):\\n  super().__init__('counting')\\n  self.calls = 0\\n"
+                 " def __call__(self, pending_frame):\\n  self.calls += 1\\n"
+                 "user_unwinder = Counting()\")")
+LIBRARY = "[o for o in gdb.objfiles() if o.filename.endswith('libfixture_plt.so')][0]"
 
 # (program, arguments, [(command, regex the output must match, regex it must not match)])
 PLT_STEPS = [
@@ -34,6 +47,30 @@ PLT_STEPS = [
     ("sframe row 0", None, None),  # must fail: checked below
     ("sframe compare", r"the walks are equal", None),
     ("info unwinder", r"sframe", None),
+    # Where the unwinder sits (SframeUnwinder): after a walk, at the end of
+    # the first objfile's list, as no other Python unwinder would come first.
+    (WHERE, r"^sframe at: \['sframe'\] \[\]$", None),
+    # Another objfile's unwinder (declining every frame) must still be asked
+    # first, as GDB orders objfiles' unwinders before a program space's: the
+    # next walk puts sframe back in the program space's list, the frames the
+    # same, and the library's unwinder asked about every one of them.
+    (USER_UNWINDER, r"^$", None),
+    ("python gdb.unwinder.register_unwinder(%s, user_unwinder)" % LIBRARY, r"^$", None),
+    ("bt", r"#0 .*fixture_leaf.*#1 .*exe_callback.*#2 .*lib_level_2.*#5 .*call_into_lib.*#6 .*main", None),
+    (WHERE, r"^sframe at: \[\] \['sframe'\]$", None),
+    ("python print('asked:', user_unwinder.calls)", r"^asked: ([7-9]|\d\d+)$", None),
+    ("sframe status", r"python path: [1-9]\d* frames unwound", None),
+    ("python %s.frame_unwinders.remove(user_unwinder)" % LIBRARY, r"^$", None),
+    ("maint flush register-cache", None, None),
+    ("bt", r"#6 .*main", None),
+    (WHERE, r"^sframe at: \['sframe'\] \[\]$", None),
+    # Objfiles going (the first one may be among them): back to the program
+    # space's list at once, and to the first objfile at the next walk.
+    ("nosharedlibrary", None, None),
+    (WHERE, r"^sframe at: \[\] \['sframe'\]$", None),
+    ("sharedlibrary", None, None),
+    ("bt", r"#0 .*fixture_leaf.*#2 .*lib_level_2.*#6 .*main", None),
+    (WHERE, r"^sframe at: \['sframe'\] \[\]$", None),
     # `sframe status` answers for the selected frame: a caller in the library
     # (its row at the return address - 1), and a frame in libc (no SFrame in
     # Debian 12's; sid's may have it).
