@@ -3,7 +3,9 @@
 """Time to the first backtrace in a program of many shared libraries, a
 frame in each (tests/common/many_libraries.py): GDB with sfunwind (Python
 path, native path) on the SFrame-only build against the same GDB on the CFI
-build, live (`run`, `bt`), from a core and under gdbserver; LLDB with the plugin against the
+build, live (`run`, `bt`), from a core and under gdbserver, and a whole
+`bt` in one session against GDB's DWARF unwinder (tests/gdb/bench_bt.py);
+LLDB with the plugin against the
 same LLDB, live, with the plugin's debug files made before (warm) and with
 an empty cache (cold: every library's file made then); in one run, printed
 as ratios with the peak RSS (median time of alternating rounds, largest
@@ -97,6 +99,18 @@ def main():
                         return ["-ex", "target remote | %s - %s" % (gdbserver, program), "-ex", "continue",
                                 "-ex", "bt", "-ex", "kill", program]
                     measure(label, "gdbserver", base + remote(cfi), base + load + remote(sframe), args.rounds)
+            # A whole `bt` of the stop, a frame in each library, in one GDB
+            # session: GDB's DWARF unwinder against each sfunwind path
+            # (tests/gdb/bench_bt.py). The CFI build was assembled with
+            # --gsframe too, so its files serve both.
+            walk = subprocess.run([sys.executable, os.path.join(HERE, "..", "tests", "gdb", "bench_bt.py"),
+                                   "--gdb", args.gdb, "--loader", args.loader, "--program", cfi,
+                                   "--rounds", str(args.rounds)], capture_output=True, text=True, timeout=1800)
+            print("whole bt, %s:" % gdb_name)
+            print("".join("  " + line + "\n" for line in walk.stdout.splitlines()), end="")
+            if walk.returncode != 0:
+                sys.stderr.write(walk.stderr)
+                sys.exit("many_libraries: the walk benchmark failed")
         if args.lldb and args.lldb_plugin:
             cache = os.path.join(work, "lldb-cache")
             # LLDB's debuginfod client keeps copies of what the plugin's
