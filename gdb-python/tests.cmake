@@ -69,6 +69,11 @@ set_tests_properties(gdb13_hostile PROPERTIES LABELS gdb TIMEOUT 900)
 # test with the host's cc): each thread's backtrace equals the CFI build's.
 add_test(NAME gdb13_threads COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_thread_tests.py ${_common})
 set_tests_properties(gdb13_threads PROPERTIES LABELS gdb TIMEOUT 600)
+# Two inferiors whose programs lie at the same addresses: each one's
+# backtrace, after switching between them, equals GDB's DWARF unwinder's at
+# the same stop (the native path suspended while both exist).
+add_test(NAME gdb13_inferiors COMMAND ${Python3_EXECUTABLE} ${_gdb_tests}/run_inferior_tests.py ${_common})
+set_tests_properties(gdb13_inferiors PROPERTIES LABELS gdb TIMEOUT 600)
 # A program of 120 shared libraries, a frame in each (tests/gdb/src/
 # many_libraries.py, built by the test with the host's cc): backtraces equal
 # the CFI build's, live and from a core, and the load addresses are listed a

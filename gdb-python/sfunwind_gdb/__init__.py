@@ -26,6 +26,7 @@ class Session:
         self.engine = Engine(lib)
         self.path = PATH_PYTHON
         self.jit_loaded = False
+        self.native_suspended = False  # apply_path()
         self.scan_error = None
         self.unwinders = {}      # gdb.Progspace -> its SframeUnwinder
 
@@ -65,13 +66,21 @@ class Session:
             gdb.invalidate_cached_frames()
         return added
 
-    def place_stale(self):
+    def place_stale(self, progspace=None):
         """Places the modules if objfiles changed since they were placed:
         one `info files` for every objfile GDB loaded meanwhile (and the
         objfiles read from target memory opened with it). True if it placed
         them. The unwinder calls it at the first frame it is asked for
         after objfiles changed, so that frame and the later ones are
         unwound with the new modules."""
+        if progspace is None:
+            progspace = gdb.current_progspace()
+        if self.registry.placed_for is not progspace:
+            # Another inferior's program space: its programs may lie at
+            # the same addresses as the last one's, and its stack holds
+            # other bytes.
+            self.registry.stale = True
+            self.engine.new_stop()
         if not self.registry.stale:
             return False
         try:
@@ -91,10 +100,21 @@ class Session:
         elif path != PATH_NATIVE and self.jit_loaded:
             gdb.execute("jit-reader-unload", to_string=True)
             self.jit_loaded = False
-        self.place_stale()
-        self.lib.native_enable(1 if path == PATH_NATIVE else 0)
-        self.engine.active = path == PATH_PYTHON
         self.path = path
+        self.apply_path()
+
+    def apply_path(self):
+        """Turns the paths on and off for the chosen one. GDB's JIT reader
+        interface names no program space, and the module table places one
+        program space's modules at a time: while there is more than one
+        inferior, the native path is suspended (the JIT reader declines
+        every frame) and the Python unwinder, which knows the program space
+        of each frame, takes its frames."""
+        native = self.path == PATH_NATIVE
+        self.native_suspended = native and len(gdb.inferiors()) > 1
+        self.place_stale()
+        self.lib.native_enable(1 if native and not self.native_suspended else 0)
+        self.engine.active = self.path == PATH_PYTHON or self.native_suspended
         self.engine.new_stop()
         gdb.invalidate_cached_frames()
 
@@ -120,8 +140,15 @@ class Session:
         # A (pc, sp) recorded as a caller may be the next stop's topmost frame.
         self.engine.new_stop()
 
+    def on_inferiors_changed(self, event):
+        # An inferior added or removed (add-inferior, a fork followed with
+        # detach-on-fork off, remove-inferiors): the native path is
+        # suspended or resumed (apply_path).
+        if self.path == PATH_NATIVE:
+            self.apply_path()
+
     def on_stop(self, event):
-        if self.path != PATH_NATIVE:
+        if self.path != PATH_NATIVE or self.native_suspended:
             return
         # The JIT reader interface has no frame level: tell the library which
         # frame is the topmost one, then let GDB unwind again with it.
@@ -165,6 +192,8 @@ def install(library=None):
     events.memory_changed.connect(s.on_resume)
     events.register_changed.connect(s.on_resume)
     events.stop.connect(s.on_stop)
+    events.new_inferior.connect(s.on_inferiors_changed)
+    events.inferior_deleted.connect(s.on_inferiors_changed)
     _session = s
     from . import commands
     commands.register(s)

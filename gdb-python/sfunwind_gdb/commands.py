@@ -159,6 +159,9 @@ unwound."""
         n = s.lib.native_stats()
         lines.append("native path (JIT reader %s): %d frames unwound, %d declined, %d failures" % (
             "loaded" if s.jit_loaded else "not loaded", n.frames_unwound, n.frames_declined, n.failures))
+        if s.native_suspended:
+            lines.append("  suspended while there is more than one inferior (the JIT reader cannot tell their"
+                         " programs apart): the Python path unwinds")
         gdb.write("\n".join(lines) + "\n")
 
 

@@ -88,8 +88,9 @@ class Module:
 
 
 class Registry:
-    """The modules of the current program space, kept in step with GDB's
-    objfiles by the event handlers in __init__.py."""
+    """The modules of every program space's objfiles (one per file), kept
+    in step with GDB's objfiles by the event handlers in __init__.py, and
+    placed for one program space at a time (place())."""
 
     def __init__(self, lib, register_unwinder):
         self.lib = lib
@@ -101,6 +102,7 @@ class Registry:
         self.without = set()     # filenames known to have no SFrame
         self.errors = {}         # filename -> why its SFrame could not be read
         self.stale = False       # objfiles changed since the modules were placed
+        self.placed_for = None   # the gdb.Progspace they were placed for
         self.listings = 0        # `info files` read (to place modules, to open them from memory)
         self._placed = []        # placed modules by run-time start (module_at)
         self._begins = []
@@ -119,7 +121,7 @@ class Registry:
         when it starts) before a frame needs them."""
         added = []
         live = set()
-        for objfile in gdb.objfiles():
+        for objfile in (o for progspace in gdb.progspaces() for o in progspace.objfiles()):
             if not self._wanted(objfile):
                 continue
             live.add(objfile.filename)
@@ -141,7 +143,12 @@ class Registry:
 
     def _add(self, objfile):
         name = objfile.filename
-        if name in self.modules or name in self.without or name in self.from_memory:
+        if name in self.modules or name in self.from_memory:
+            # Known from another program space (another inferior of the
+            # same program), which needs its unwinder too.
+            self.register_unwinder(objfile)
+            return None
+        if name in self.without:
             return None
         if not self._on_this_machine(name):
             self.from_memory[name] = objfile
@@ -157,8 +164,15 @@ class Registry:
         """Opens the objfiles waiting to be read from target memory and
         (re)computes every module's load bias, all from one `info files`
         (gdb.error when GDB has none yet: no program). Returns the modules
-        it opened."""
+        it opened.
+
+        The listing is the current program space's: a module of another
+        one (another inferior's program, which may lie at the same
+        addresses) is not in it and is left unplaced, so that no frame of
+        this program space is looked up in it. `placed_for` says which
+        program space the placement is for."""
         self.stale = False
+        self.placed_for = gdb.current_progspace()
         opened = []
         if self.modules or self.from_memory:
             sections = self._section_addresses()
@@ -298,6 +312,8 @@ class Registry:
 
     def clear(self):
         self.stale = False
+        for name in list(self.modules):
+            self.forget(name)
         self.modules.clear()
         self.from_memory.clear()
         self._index()

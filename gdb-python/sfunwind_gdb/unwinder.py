@@ -458,7 +458,7 @@ class SframeUnwinder(gdb.unwinder.Unwinder):
         # the JIT reader (the native path) before Python unwinders, and the
         # reader cannot call back into Python: a frame it declined because
         # its module was not placed yet is unwound here, once placed.
-        placed_now = session.place_stale()
+        placed_now = session.place_stale(self.progspace)
         if not engine.active and not (placed_now and session.jit_loaded):
             return None
         registry = session.registry

@@ -38,6 +38,7 @@ suite python3 tests/dap/test_dap.py --gdb gdb --loader "\$loader" --runs chroot 
 suite python3 tests/gdb/run_hostile_tests.py --gdb gdb --loader "\$loader" --runs chroot
 suite python3 tests/gdb/run_qemu_tests.py --gdb gdb-multiarch --loader "\$loader" --pac
 suite python3 tests/gdb/run_thread_tests.py --gdb gdb --loader "\$loader" --runs chroot
+suite python3 tests/gdb/run_inferior_tests.py --gdb gdb --loader "\$loader" --runs chroot
 suite python3 tests/gdb/run_many_libraries_tests.py --gdb gdb --loader "\$loader" --runs chroot
 suite python3 tests/gdb/run_command_tests.py --gdb gdb --loader "\$loader" --runs chroot
 suite python3 tests/gdb/test_native_api.py --library "$build/gdb-python/libsfunwind_gdb.so"
