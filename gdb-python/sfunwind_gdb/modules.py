@@ -280,7 +280,11 @@ class Registry:
         else:
             bias = self._bias(module, self._sections_of(module.filename, sections))
         if bias is None:
-            module.error = "no section of %s is in `info files`: load address unknown" % module.filename
+            objfile = module.objfile
+            if objfile.is_valid() and objfile.progspace is not self.placed_for:
+                module.error = "loaded by another inferior's program, not the selected one's"
+            else:
+                module.error = "no section of %s is in `info files`: load address unknown" % module.filename
             if module.bias is not None:
                 self.lib.unplace(module.id)
                 module.set_bias(None)

@@ -93,6 +93,10 @@ def run(args, res):
             # With two inferiors the Python unwinder does the work on both paths.
             res.check("%s: sfunwind's Python unwinder unwound the frames" % label,
                       unwound(status, "python") >= 2 * 2, "\n".join(status))
+            res.check("%s: `sframe status` says B's program is not placed for inferior 1" % label,
+                      re.search(r"^  \S*%s: .*not placed \(loaded by another inferior's program"
+                                % re.escape(b.split("/")[-1]), "\n".join(status), re.M) is not None,
+                      "\n".join(status))
             suspended = any("suspended while there is more than one inferior" in line for line in status)
             res.check("%s: `sframe status` says the native path is %s" % (
                 label, "suspended" if path == "native" else "not suspended"),
