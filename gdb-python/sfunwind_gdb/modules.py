@@ -285,9 +285,7 @@ class Registry:
                 module.error = "loaded by another inferior's program, not the selected one's"
             else:
                 module.error = "no section of %s is in `info files`: load address unknown" % module.filename
-            if module.bias is not None:
-                self.lib.unplace(module.id)
-                module.set_bias(None)
+            self._unplace(module)
             return
         if bias != module.bias:
             self.lib.place(module.id, bias)
@@ -309,15 +307,19 @@ class Registry:
     def forget(self, name):
         self.from_memory.pop(name, None)
         module = self.modules.pop(name, None)
-        if module is not None and module.bias is not None:
-            self.lib.unplace(module.id)
-            module.set_bias(None)
+        if module is not None and self._unplace(module):
             self._index()
+
+    def _unplace(self, module):
+        """Takes a placed module out of the native table; True if it was placed."""
+        if module.bias is None:
+            return False
+        self.lib.unplace(module.id)
+        module.set_bias(None)
+        return True
 
     def clear(self):
         self.stale = False
-        for name in list(self.modules):
-            self.forget(name)
         self.modules.clear()
         self.from_memory.clear()
         self._index()

@@ -78,6 +78,30 @@ def bt_frame(line):
     return int(m.group(1)), int(m.group(2), 16) if m.group(2) else None, m.group(3)
 
 
+def first_backtrace(lines):
+    """[(pc or None, function)] of the first backtrace among `lines`: frames
+    #0, #1, ... in order (another command's frame line is not taken)."""
+    out = []
+    for line in lines:
+        frame = bt_frame(line)
+        if frame and frame[0] == len(out):
+            out.append(frame[1:])
+    return out
+
+
+def marked(text):
+    """{marker: [lines]}: the lines after each "@@marker" line of a session's
+    output (`echo @@marker\\n` in its commands), up to the next marker."""
+    out = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("@@"):
+            current = out.setdefault(line[2:].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return out
+
+
 def c_compiler(args, results):
     """The C compiler a test builds its program with (--cc, else cc or gcc),
     or None after a failed check saying there is none."""

@@ -30,28 +30,6 @@ PAIRS = [("recurse-O2-nofp", "noreturn-O2-nofp"),
 DEPTH = 8
 
 
-def sections(text):
-    """{marker: [lines]} for the lines after each "@@marker" line."""
-    out = {}
-    current = None
-    for line in text.splitlines():
-        if line.startswith("@@"):
-            current = out.setdefault(line[2:].strip(), [])
-        elif current is not None:
-            current.append(line)
-    return out
-
-
-def frames(lines):
-    """[(pc, function)] of the first backtrace in lines."""
-    out = []
-    for line in lines:
-        frame = H.bt_frame(line)
-        if frame and frame[0] == len(out):
-            out.append(frame[1:])
-    return out
-
-
 def session(program_b, path):
     bt = "bt %d" % DEPTH
     cmds = ["run", "add-inferior -exec %s" % program_b, "inferior 2", "run",
@@ -82,10 +60,10 @@ def run(args, res):
             res.check("%s: the session ran" % label, proc is not None, error)
             if proc is None:
                 continue
-            out = sections(proc.stdout)
+            out = H.marked(proc.stdout)
             detail = proc.stdout[-4000:] + proc.stderr[-2000:]
             for name in ("B", "A"):
-                got, want = frames(out.get(name, [])), frames(out.get(name + "-cfi", []))
+                got, want = H.first_backtrace(out.get(name, [])), H.first_backtrace(out.get(name + "-cfi", []))
                 res.check("%s: inferior %s's backtrace equals GDB's DWARF unwinder's (%d frames)"
                           % (label, name, len(want)), len(want) >= 3 and got == want,
                           "got %s\nwant %s\n%s" % (got, want, detail))
@@ -106,7 +84,7 @@ def run(args, res):
                 res.check("%s: with one inferior again, the native path is not suspended" % label,
                           not any("suspended" in line for line in one) and unwound(one, "native") >= 0,
                           "\n".join(one))
-                got, want = frames(out.get("A-one", [])), frames(out.get("A-cfi", []))
+                got, want = H.first_backtrace(out.get("A-one", [])), H.first_backtrace(out.get("A-cfi", []))
                 res.check("%s: the native path's backtrace of inferior 1 equals GDB's DWARF unwinder's" % label,
                           len(want) >= 3 and got == want, "got %s\nwant %s\n%s" % (got, want, detail))
                 res.check("%s: the native path unwound them" % label,

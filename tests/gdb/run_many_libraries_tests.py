@@ -36,12 +36,7 @@ MAX_LISTINGS = 6
 
 def backtrace(text):
     """[(pc or None, function)] of the first backtrace in text."""
-    out = []
-    for line in text.splitlines():
-        frame = H.bt_frame(line)
-        if frame and frame[0] == len(out):
-            out.append(frame[1:])
-    return out
+    return H.first_backtrace(text.splitlines())
 
 
 def session_equal(g, res, label, commands, gdb_args, path, want):

@@ -43,16 +43,7 @@ def build(cc, work):
 
 def backtraces(text):
     """{"worker": [(pc, function)], "main": [...]} from the session's output."""
-    out = {}
-    current = None
-    for line in text.splitlines():
-        if line.startswith("@@"):
-            current = out.setdefault(line[2:].strip(), [])
-            continue
-        frame = H.bt_frame(line)
-        if frame and current is not None and frame[0] == len(current):
-            current.append(frame[1:])
-    return out
+    return {name: H.first_backtrace(lines) for name, lines in H.marked(text).items()}
 
 
 def run(args, res):
