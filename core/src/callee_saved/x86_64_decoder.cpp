@@ -2,7 +2,9 @@
 #include "capstone_decoding.hpp"
 #include "decode_memo.hpp"
 #include "instruction.hpp"
+#include "x86_64_form.hpp"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -137,17 +139,16 @@ struct Accesses {
 
 class Reducer {
   public:
-    Reducer(csh h, std::span<const std::uint16_t> tracked) : h_(h), tracked_(tracked) {}
+    explicit Reducer(std::span<const std::uint16_t> tracked) : tracked_(tracked) {}
 
-    void reduce(const cs_insn& insn, Code& code) const {
+    void reduce(const X86Form& x, std::uint64_t address, Code& code) const {
         Instruction out;
         Accesses a;
-        out.address = insn.address;
-        out.size = static_cast<std::uint8_t>(insn.size);
-        const cs_x86& x = insn.detail->x86;
-        out.padding = insn.id == X86_INS_NOP || insn.id == X86_INS_INT3;
-        flow(insn, x, out);
-        switch (insn.id) {
+        out.address = address;
+        out.size = x.size;
+        out.padding = x.id == X86_INS_NOP || x.id == X86_INS_INT3;
+        flow(x, out);
+        switch (x.id) {
         case X86_INS_PUSH:
             push(x, out, a);
             break;
@@ -166,7 +167,7 @@ class Reducer {
             out.store_size = 8;
             break;
         default:
-            general(insn, x, out, a);
+            general(x, out, a);
             break;
         }
         code.add(out,
@@ -177,44 +178,36 @@ class Reducer {
     }
 
   private:
-    csh h_;
     std::span<const std::uint16_t> tracked_;
 
     int tracked_index(unsigned reg) const {
         return detail::tracked_index(tracked_, dwarf_gpr(reg));
     }
 
-    static Base base_of(const x86_op_mem& m) {
+    static Base base_of(const X86Operand& m) {
         if (m.segment != X86_REG_INVALID) return Base::Other; // fs:/gs: (TLS)
-        const auto b = dwarf_gpr(m.base);
+        const auto b = dwarf_gpr(m.reg);
         if (b == dwarf_rsp || b == dwarf_rbp) {
             if (m.index != X86_REG_INVALID) return Base::Stack;
             return b == dwarf_rsp ? Base::Sp : Base::Fp;
         }
-        if (m.base == X86_REG_INVALID && m.index == X86_REG_INVALID) return Base::Other; // absolute
-        if (m.base == X86_REG_RIP) return Base::Other;
-        if (!b && m.base != X86_REG_INVALID) return Base::Other;
+        if (m.reg == X86_REG_INVALID && m.index == X86_REG_INVALID) return Base::Other; // absolute
+        if (m.reg == X86_REG_RIP) return Base::Other;
+        if (!b && m.reg != X86_REG_INVALID) return Base::Other;
         // An index register scaled over rsp/rbp (no base) or a plain base.
         const auto i = dwarf_gpr(m.index);
         if (i == dwarf_rsp || i == dwarf_rbp) return Base::Stack;
         return Base::Other;
     }
 
-    void flow(const cs_insn& insn, const cs_x86& x, Instruction& out) const {
-        // The groups read once (cs_insn_group searches them per group asked).
-        bool jump = false;
-        bool call = false;
-        bool ret = false;
-        const cs_detail& d = *insn.detail;
-        for (std::uint8_t i = 0; i < d.groups_count && i < sizeof d.groups; ++i) {
-            jump = jump || d.groups[i] == X86_GRP_JUMP;
-            call = call || d.groups[i] == X86_GRP_CALL;
-            ret = ret || d.groups[i] == X86_GRP_RET || d.groups[i] == X86_GRP_IRET;
-        }
+    static void flow(const X86Form& x, Instruction& out) {
+        const bool jump = x.jump;
+        const bool call = x.call;
+        const bool ret = x.ret;
         // int3 is a breakpoint that returns (a debugger's, or SIGTRAP's
         // handler) to the next instruction; as padding it follows a ret or
         // jump, and is not reached that way.
-        if (ret || insn.id == X86_INS_UD2 || insn.id == X86_INS_HLT || insn.id == X86_INS_UD0) {
+        if (ret || x.id == X86_INS_UD2 || x.id == X86_INS_HLT || x.id == X86_INS_UD0) {
             out.flow = Flow::Stop;
             out.returns = ret;
             return;
@@ -223,22 +216,22 @@ class Reducer {
             out.flow = Flow::Call;
             if (x.op_count == 1 && x.operands[0].type == X86_OP_IMM) {
                 out.direct_call = true;
-                out.target = static_cast<std::uint64_t>(x.operands[0].imm);
+                out.target = static_cast<std::uint64_t>(x.operands[0].value);
             }
             return;
         }
         if (!jump) return;
         const bool direct = x.op_count == 1 && x.operands[0].type == X86_OP_IMM;
-        const bool unconditional = insn.id == X86_INS_JMP || insn.id == X86_INS_LJMP;
+        const bool unconditional = x.id == X86_INS_JMP || x.id == X86_INS_LJMP;
         if (!direct) {
             out.flow = unconditional ? Flow::Indirect : Flow::Next;
             return;
         }
-        out.target = static_cast<std::uint64_t>(x.operands[0].imm);
+        out.target = static_cast<std::uint64_t>(x.operands[0].value);
         out.flow = unconditional ? Flow::Jump : Flow::Branch;
     }
 
-    void push(const cs_x86& x, Instruction& out, Accesses& a) const {
+    void push(const X86Form& x, Instruction& out, Accesses& a) const {
         out.sp = SpEffect::Add;
         out.sp_delta = -8;
         out.store_base = Base::Sp;
@@ -255,14 +248,14 @@ class Reducer {
         }
     }
 
-    void pop(const cs_x86& x, Instruction& out, Accesses& a) const {
+    void pop(const X86Form& x, Instruction& out, Accesses& a) const {
         out.sp = SpEffect::Add;
         out.sp_delta = 8;
         if (x.op_count != 1) {
             out.sp = SpEffect::Unknown;
             return;
         }
-        const cs_x86_op& op = x.operands[0];
+        const X86Operand& op = x.operands[0];
         if (op.type == X86_OP_REG) {
             const auto d = dwarf_gpr(op.reg);
             if (d == dwarf_rsp) {
@@ -279,55 +272,51 @@ class Reducer {
         } else if (op.type == X86_OP_MEM) {
             // pop m64: the store goes where the operand says (after the SP
             // change, by the ISA; a frame slot here is beyond what compilers do).
-            out.store_base = base_of(op.mem) == Base::Other ? Base::Other : Base::Stack;
+            out.store_base = base_of(op) == Base::Other ? Base::Other : Base::Stack;
             out.store_size = 8;
         }
     }
 
-    void general(const cs_insn& insn, const cs_x86& x, Instruction& out, Accesses& a) const {
+    void general(const X86Form& x, Instruction& out, Accesses& a) const {
         // `lock or qword ptr [rsp], 0` (a memory barrier) and its kin write
         // the value the memory already holds.
-        const bool keeps_value = (insn.id == X86_INS_OR || insn.id == X86_INS_ADD ||
-                                  insn.id == X86_INS_SUB || insn.id == X86_INS_XOR) &&
+        const bool keeps_value = (x.id == X86_INS_OR || x.id == X86_INS_ADD ||
+                                  x.id == X86_INS_SUB || x.id == X86_INS_XOR) &&
                                  x.op_count == 2 && x.operands[1].type == X86_OP_IMM &&
-                                 x.operands[1].imm == 0;
+                                 x.operands[1].value == 0;
         // Memory written, and whole-register saves and loads.
         for (std::uint8_t i = 0; i < x.op_count && !keeps_value; ++i) {
-            const cs_x86_op& op = x.operands[i];
+            const X86Operand& op = x.operands[i];
             if (op.type != X86_OP_MEM) continue;
             // lea and nop compute an address and touch no memory.
-            if (insn.id == X86_INS_LEA || insn.id == X86_INS_NOP) continue;
+            if (x.id == X86_INS_LEA || x.id == X86_INS_NOP) continue;
             // Capstone 4 gives some memory operands no access flags: a
             // write is assumed then.
             const bool writes = (op.access & CS_AC_WRITE) != 0 || op.access == 0;
             if (!writes) continue;
-            out.store_base = base_of(op.mem);
-            out.store_disp = op.mem.disp;
+            out.store_base = base_of(op);
+            out.store_disp = op.value;
             out.store_size = op.size != 0 ? op.size : 64;
         }
-        if (insn.id == X86_INS_MOV && x.op_count == 2) {
-            const cs_x86_op& dst = x.operands[0];
-            const cs_x86_op& src = x.operands[1];
+        if (x.id == X86_INS_MOV && x.op_count == 2) {
+            const X86Operand& dst = x.operands[0];
+            const X86Operand& src = x.operands[1];
             if (dst.type == X86_OP_MEM && src.type == X86_OP_REG && is_full(src.reg)) {
                 const int t = tracked_index(src.reg);
                 if (t >= 0) a.save = RegisterAccess{static_cast<std::uint8_t>(t), out.store_disp};
             }
             if (dst.type == X86_OP_REG && src.type == X86_OP_MEM && is_full(dst.reg)) {
                 const int t = tracked_index(dst.reg);
-                const Base b = base_of(src.mem);
+                const Base b = base_of(src);
                 if (t >= 0) {
-                    a.load = RegisterAccess{static_cast<std::uint8_t>(t), src.mem.disp};
+                    a.load = RegisterAccess{static_cast<std::uint8_t>(t), src.value};
                     out.load_base = b;
                 }
             }
         }
-        stack_pointer(insn, x, out);
+        stack_pointer(x, out);
 
-        cs_regs read{};
-        cs_regs written{};
-        std::uint8_t nread = 0;
-        std::uint8_t nwritten = 0;
-        if (cs_regs_access(h_, &insn, read, &nread, written, &nwritten) != CS_ERR_OK) {
+        if (!x.regs_known) {
             // Nothing known of what it writes: every register and both
             // stack registers are lost.
             out.clobbered = ~std::uint32_t{0};
@@ -335,15 +324,14 @@ class Reducer {
             out.fp = FpEffect::Unknown;
             return;
         }
-        for (std::uint8_t i = 0; i < nwritten; ++i) {
-            const auto d = dwarf_gpr(written[i]);
-            if (!d) continue;
-            if (*d == dwarf_rsp) {
+        for (std::uint16_t d = 0; d < 16; ++d) {
+            if ((x.written & (1U << d)) == 0) continue;
+            if (d == dwarf_rsp) {
                 if (out.sp == SpEffect::None) out.sp = SpEffect::Unknown;
-            } else if (*d == dwarf_rbp) {
+            } else if (d == dwarf_rbp) {
                 if (out.fp == FpEffect::None) out.fp = FpEffect::Unknown;
             }
-            const int t = tracked_index(written[i]);
+            const int t = detail::tracked_index(tracked_, d);
             if (t >= 0 && !(a.load && static_cast<int>(a.load->index) == t))
                 out.clobbered |= 1U << t;
         }
@@ -351,43 +339,89 @@ class Reducer {
 
     // sub/add rsp, imm; lea rsp, [rsp/rbp + d]; mov rsp, rbp; mov rbp, rsp;
     // lea rbp, [rsp + d].
-    static void stack_pointer(const cs_insn& insn, const cs_x86& x, Instruction& out) {
+    static void stack_pointer(const X86Form& x, Instruction& out) {
         if (x.op_count != 2 || x.operands[0].type != X86_OP_REG) return;
         const auto dst = dwarf_gpr(x.operands[0].reg);
         if (!is_full(x.operands[0].reg) || (dst != dwarf_rsp && dst != dwarf_rbp)) return;
-        const cs_x86_op& src = x.operands[1];
+        const X86Operand& src = x.operands[1];
         if (dst == dwarf_rsp) {
-            if ((insn.id == X86_INS_SUB || insn.id == X86_INS_ADD) && src.type == X86_OP_IMM) {
+            if ((x.id == X86_INS_SUB || x.id == X86_INS_ADD) && src.type == X86_OP_IMM) {
                 out.sp = SpEffect::Add;
-                out.sp_delta = insn.id == X86_INS_SUB ? -src.imm : src.imm;
-            } else if (insn.id == X86_INS_LEA && src.type == X86_OP_MEM &&
-                       src.mem.index == X86_REG_INVALID && src.mem.segment == X86_REG_INVALID) {
-                if (src.mem.base == X86_REG_RSP) {
+                out.sp_delta = x.id == X86_INS_SUB ? -src.value : src.value;
+            } else if (x.id == X86_INS_LEA && src.type == X86_OP_MEM &&
+                       src.index == X86_REG_INVALID && src.segment == X86_REG_INVALID) {
+                if (src.reg == X86_REG_RSP) {
                     out.sp = SpEffect::Add;
-                    out.sp_delta = src.mem.disp;
-                } else if (src.mem.base == X86_REG_RBP) {
+                    out.sp_delta = src.value;
+                } else if (src.reg == X86_REG_RBP) {
                     out.sp = SpEffect::FromFp;
-                    out.sp_delta = src.mem.disp;
+                    out.sp_delta = src.value;
                 }
-            } else if (insn.id == X86_INS_MOV && src.type == X86_OP_REG && src.reg == X86_REG_RBP) {
+            } else if (x.id == X86_INS_MOV && src.type == X86_OP_REG && src.reg == X86_REG_RBP) {
                 out.sp = SpEffect::FromFp;
                 out.sp_delta = 0;
             }
             return;
         }
-        if (insn.id == X86_INS_MOV && src.type == X86_OP_REG && src.reg == X86_REG_RSP) {
+        if (x.id == X86_INS_MOV && src.type == X86_OP_REG && src.reg == X86_REG_RSP) {
             out.fp = FpEffect::FromSp;
             out.fp_delta = 0;
-        } else if (insn.id == X86_INS_LEA && src.type == X86_OP_MEM &&
-                   src.mem.base == X86_REG_RSP && src.mem.index == X86_REG_INVALID &&
-                   src.mem.segment == X86_REG_INVALID) {
+        } else if (x.id == X86_INS_LEA && src.type == X86_OP_MEM && src.reg == X86_REG_RSP &&
+                   src.index == X86_REG_INVALID && src.segment == X86_REG_INVALID) {
             out.fp = FpEffect::FromSp;
-            out.fp_delta = src.mem.disp;
+            out.fp_delta = src.value;
         }
     }
 };
 
 } // namespace
+
+X86Form x86_form(csh handle, const cs_insn& insn) {
+    X86Form f;
+    f.id = static_cast<std::uint16_t>(insn.id);
+    f.size = static_cast<std::uint8_t>(insn.size);
+    // The groups read once (cs_insn_group searches them per group asked).
+    const cs_detail& d = *insn.detail;
+    for (std::uint8_t i = 0; i < d.groups_count && i < sizeof d.groups; ++i) {
+        f.jump = f.jump || d.groups[i] == X86_GRP_JUMP;
+        f.call = f.call || d.groups[i] == X86_GRP_CALL;
+        f.ret = f.ret || d.groups[i] == X86_GRP_RET || d.groups[i] == X86_GRP_IRET;
+    }
+    const cs_x86& x = d.x86;
+    f.op_count = std::min<std::uint8_t>(x.op_count, static_cast<std::uint8_t>(f.operands.size()));
+    for (std::uint8_t i = 0; i < f.op_count; ++i) {
+        const cs_x86_op& op = x.operands[i];
+        X86Operand& o = f.operands[i];
+        o.type = static_cast<std::uint8_t>(op.type);
+        o.size = op.size;
+        o.access = op.access;
+        if (op.type == X86_OP_REG) {
+            o.reg = static_cast<std::uint16_t>(op.reg);
+        } else if (op.type == X86_OP_IMM) {
+            o.value = op.imm;
+        } else if (op.type == X86_OP_MEM) {
+            o.reg = static_cast<std::uint16_t>(op.mem.base);
+            o.index = static_cast<std::uint16_t>(op.mem.index);
+            o.segment = static_cast<std::uint16_t>(op.mem.segment);
+            o.value = op.mem.disp;
+        }
+    }
+    cs_regs read{};
+    cs_regs written{};
+    std::uint8_t nread = 0;
+    std::uint8_t nwritten = 0;
+    f.regs_known = cs_regs_access(handle, &insn, read, &nread, written, &nwritten) == CS_ERR_OK;
+    if (f.regs_known)
+        for (std::uint8_t i = 0; i < nwritten; ++i)
+            if (const auto dwarf = dwarf_gpr(written[i]))
+                f.written = static_cast<std::uint16_t>(f.written | 1U << *dwarf);
+    return f;
+}
+
+void reduce_x86_64(const X86Form& form, std::uint64_t address,
+                   std::span<const std::uint16_t> tracked, Code& out) {
+    Reducer(tracked).reduce(form, address, out);
+}
 
 bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
                    std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo) {
@@ -398,9 +432,12 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
                                                             0x53, 0x48, 0x89, 0xe5, 0xc3};
     static std::once_flag warmed;
     warm_up(handle, warmed, sample);
-    const Reducer reducer(handle.get(), tracked);
+    const Reducer reducer(tracked);
     return decode_each_remembered(handle, start, code, memo, MemoDecoder::X86_64, tracked, out,
-                                  [&](const cs_insn& insn) { reducer.reduce(insn, out); });
+                                  [&](const cs_insn& insn) {
+                                      reducer.reduce(x86_form(handle.get(), insn), insn.address,
+                                                     out);
+                                  });
 }
 
 } // namespace sfunwind::callee_saved::detail
