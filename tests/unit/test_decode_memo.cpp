@@ -4,6 +4,7 @@
 // instruction, at every address, for x86-64 and AArch64 code.
 #include "../../core/src/callee_saved/decode_memo.hpp"
 #include "../../core/src/callee_saved/instruction.hpp"
+#include "../../core/src/callee_saved/x86_64_form_memo.hpp"
 #include "catch.hpp"
 #include "open_elf.hpp"
 #include "sfunwind/abi.hpp"
@@ -143,6 +144,129 @@ TEST_CASE("decode memo: a memo that stays small (hashed lengths, entries replace
     CHECK(memo.hits() + memo.misses() >= instructions);
 }
 
+namespace {
+
+// Decodes the whole .text of the static C++ fixture (its glibc's string
+// functions hold SSE, AVX2 and AVX-512 code), in pieces of `piece` bytes,
+// with Capstone and with `memo`; requires the same instructions.
+std::size_t decode_static_text(DecodeMemo& memo, std::size_t piece) {
+    const auto bin = test::source_dir() / "tests" / "fixtures" / "bin" / "gas-2.47";
+    const auto tracked = untracked_callee_saved(abi_amd64());
+    const elf::ElfFile file = test::open_elf((bin / "cxx_exceptions-O2-nofp-static").string());
+    const elf::SectionInfo* text = file.section(".text");
+    REQUIRE(text);
+    auto bytes = file.loaded_bytes(text->vaddr, text->size);
+    REQUIRE(bytes);
+    std::size_t instructions = 0;
+    for (std::size_t at = 0; at < bytes->size(); at += piece) {
+        const auto code = bytes->subspan(at, std::min(piece, bytes->size() - at));
+        Code want;
+        Code got;
+        REQUIRE(decode_x86_64(text->vaddr + at, code, tracked, want, nullptr));
+        REQUIRE(decode_x86_64(text->vaddr + at, code, tracked, got, &memo));
+        require_same(want, got);
+        instructions += want.instructions.size();
+    }
+    return instructions;
+}
+
+} // namespace
+
+TEST_CASE("decode memo: a static program's code (C library and C++ runtime) decodes the same "
+          "with it",
+          "[callee_saved]") {
+    DecodeMemo memo;
+    const std::size_t instructions = decode_static_text(memo, 4096);
+    CHECK(instructions > 100000);
+    // Encodings seen before, then forms seen before with other
+    // displacements and immediates: Capstone decodes the rest.
+    const X86FormMemo& forms = memo.x86_forms();
+    CHECK(memo.hits() > instructions / 2);
+    CHECK(forms.hits() > instructions / 10);
+    CHECK(forms.size() > 1000);
+    CHECK(forms.size() < instructions / 20);
+}
+
+TEST_CASE("decode memo: every 8-bit displacement and immediate of every x86-64 form learnt from "
+          "real code decodes as Capstone decodes it, and wider ones at their edges",
+          "[callee_saved]") {
+    DecodeMemo memo;
+    decode_static_text(memo, 4096);
+    decode_sqlite_functions("sqlite3-clang-23", memo, {0});
+    X86FormMemo& forms = memo.x86_forms();
+    const auto tracked = untracked_callee_saved(abi_amd64());
+    // For an 8-bit field, every value; for a wider one, its edges (each
+    // sign, the ends of every narrower range) and a spread of others.
+    std::vector<std::uint64_t> wide = {0,
+                                       1,
+                                       0x7f,
+                                       0x80,
+                                       0xff,
+                                       0x7fff,
+                                       0x8000,
+                                       0xffff,
+                                       0x7fffffff,
+                                       0x80000000,
+                                       0xffffffff,
+                                       ~std::uint64_t{0},
+                                       0x8000000000000000ULL};
+    for (std::uint64_t v = 0x9e3779b97f4a7c15ULL, k = 0; k < 8;
+         ++k, v = v * 6364136223846793005ULL + 1)
+        wide.push_back(v);
+    std::size_t variants = 0;
+    std::size_t with_disp = 0;
+    std::size_t with_imm = 0;
+    std::string difference;
+    forms.for_each([&](std::span<const std::uint8_t> encoding, std::uint64_t address,
+                       X86FormMemo::Field disp, X86FormMemo::Field imm) {
+        with_disp += disp.size > 0 ? 1 : 0;
+        with_imm += imm.size > 0 ? 1 : 0;
+        for (const X86FormMemo::Field field : {disp, imm}) {
+            if (field.size == 0 || !difference.empty()) continue;
+            std::vector<std::uint64_t> values;
+            if (field.size == 1)
+                for (std::uint64_t v = 0; v < 256; ++v)
+                    values.push_back(v);
+            else
+                values = wide;
+            for (const std::uint64_t v : values) {
+                std::vector<std::uint8_t> bytes(encoding.begin(), encoding.end());
+                for (std::uint8_t k = 0; k < field.size; ++k)
+                    bytes[field.offset + k] = static_cast<std::uint8_t>(v >> (8U * k));
+                Code want;
+                REQUIRE(decode_x86_64(address, bytes, tracked, want, nullptr));
+                X86Form form;
+                Code got;
+                const bool found = forms.find(address, bytes, form);
+                if (found) reduce_x86_64(form, address, tracked, got);
+                ++variants;
+                if (!found || got.instructions.size() != 1 || want.instructions.size() != 1) {
+                    difference = "not one instruction both ways";
+                } else {
+                    compare_fields(want, want.instructions[0], got, got.instructions[0],
+                                   [&](const char* name, bool equal) {
+                                       if (!equal && difference.empty()) difference = name;
+                                   });
+                }
+                if (!difference.empty()) {
+                    std::ostringstream out;
+                    out << difference << ": the form of";
+                    for (const std::uint8_t b : encoding)
+                        out << ' ' << std::hex << static_cast<unsigned>(b);
+                    out << " with field value 0x" << v;
+                    difference = out.str();
+                    break;
+                }
+            }
+        }
+    });
+    INFO(difference);
+    CHECK(difference.empty());
+    CHECK(with_disp > 500);
+    CHECK(with_imm > 300);
+    CHECK(variants > 200000);
+}
+
 TEST_CASE("decode memo: AArch64 functions decode the same with it, at their starts and one "
           "instruction in",
           "[callee_saved]") {
@@ -233,7 +357,8 @@ TEST_CASE("decode memo: a branch's and a call's target follow the address", "[ca
     CHECK(memo.hits() == std::uint64_t{2} * 6);
 }
 
-TEST_CASE("decode memo: a 64-bit displacement is decoded each time, the same", "[callee_saved]") {
+TEST_CASE("decode memo: a 64-bit displacement is not held as an encoding; its form gives it",
+          "[callee_saved]") {
     const auto tracked = untracked_callee_saved(abi_amd64());
     // movabs [0x1122334455667788], rax: a store beyond what an entry holds.
     const std::vector<std::uint8_t> code = {0x48, 0xa3, 0x88, 0x77, 0x66,
@@ -249,6 +374,7 @@ TEST_CASE("decode memo: a 64-bit displacement is decoded each time, the same", "
         CHECK(got.instructions[0].store_disp == 0x1122334455667788);
     }
     CHECK(memo.hits() == 0);
+    CHECK(memo.x86_forms().hits() == 1);
 }
 
 TEST_CASE("decode memo: another list of tracked registers forgets what it holds",

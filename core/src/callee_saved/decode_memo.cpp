@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "decode_memo.hpp"
 
+#include "x86_64_form_memo.hpp"
+
 #include <algorithm>
+#include <boost/endian/conversion.hpp>
+#include <cstring>
 #include <limits>
 
 namespace sfunwind::callee_saved::detail {
@@ -34,6 +38,14 @@ bool narrow(std::int64_t v, std::int32_t& out) {
 
 } // namespace
 
+DecodeMemo::DecodeMemo(unsigned bits) : bits_(bits < 2 ? 2 : bits > 24 ? 24 : bits) {}
+DecodeMemo::~DecodeMemo() = default;
+
+X86FormMemo& DecodeMemo::x86_forms() {
+    if (!x86_forms_) x86_forms_ = std::make_unique<X86FormMemo>();
+    return *x86_forms_;
+}
+
 void DecodeMemo::track(MemoDecoder decoder, std::span<const std::uint16_t> tracked) {
     const bool same = decoder == decoder_ && tracked.size() == tracked_count_ &&
                       std::equal(tracked.begin(), tracked.end(), tracked_.begin());
@@ -65,10 +77,10 @@ bool DecodeMemo::store(const Entry& packed, std::uint64_t hash) {
     // Into an empty way, else over the one used less recently.
     const std::size_t first = set(hash);
     std::size_t way = 0;
-    if (entries_[first].size != 0 &&
-        (entries_[first + 1].size == 0 || (entries_[first].flags & recent_flag) != 0))
+    if (entries_[first].size() != 0 &&
+        (entries_[first + 1].size() == 0 || (entries_[first].flags & recent_flag) != 0))
         way = 1;
-    const bool was_empty = entries_[first + way].size == 0;
+    const bool was_empty = entries_[first + way].size() == 0;
     entries_[first + way] = packed;
     entries_[first + way].flags |= recent_flag;
     entries_[first + (1 - way)].flags &= static_cast<std::uint8_t>(~recent_flag);
@@ -81,7 +93,7 @@ void DecodeMemo::grow() {
     ++table_bits_;
     filled_ = 0;
     for (const Entry& e : old)
-        if (e.size != 0 && store(e, hash_of(std::span(e.encoding.data(), e.size)))) ++filled_;
+        if (e.size() != 0 && store(e, hash_of(e.encoding()))) ++filled_;
     rebuild_lengths();
 }
 
@@ -107,7 +119,7 @@ void DecodeMemo::rebuild_lengths() {
     lengths_shift_ = 16 - lengths_bits;
     lengths_.assign(std::size_t{1} << lengths_bits, 0);
     for (const Entry& e : entries_)
-        if (e.size >= 2) note_length(std::span(e.encoding.data(), e.size));
+        if (e.size() >= 2) note_length(e.encoding());
 }
 
 bool DecodeMemo::pack(const Instruction& in, std::span<const RegisterAccess> accesses,
@@ -117,8 +129,8 @@ bool DecodeMemo::pack(const Instruction& in, std::span<const RegisterAccess> acc
         accesses.size() > max_accesses || in.size != encoding.size())
         return false;
     Entry e;
-    std::copy(encoding.begin(), encoding.end(), e.encoding.begin());
-    e.size = in.size;
+    std::copy(encoding.begin(), encoding.end(), e.key.begin());
+    e.key.back() = in.size;
     e.flow = in.flow;
     e.flags = static_cast<std::uint8_t>((in.direct_call ? direct_call_flag : 0) |
                                         (in.returns ? returns_flag : 0) |
@@ -147,7 +159,7 @@ bool DecodeMemo::pack(const Instruction& in, std::span<const RegisterAccess> acc
 void DecodeMemo::unpack(const Entry& e, std::uint64_t address, Code& out) {
     Instruction in;
     in.address = address;
-    in.size = e.size;
+    in.size = e.size();
     in.flow = e.flow;
     in.direct_call = (e.flags & direct_call_flag) != 0;
     in.returns = (e.flags & returns_flag) != 0;
@@ -182,16 +194,24 @@ std::size_t DecodeMemo::lookup(std::uint64_t address, std::span<const std::uint8
     std::uint32_t lengths = single_[code[0]] ? 1U << 1 : 0U;
     if (code.size() >= 2) lengths |= lengths_[length_slot(code[0], code[1])];
     const std::size_t longest = std::min(code.size(), max_encoding);
+    // An entry's key, compared with the code's first n bytes and n.
+    static_assert(max_encoding + 1 == 16);
+    std::array<std::uint8_t, 16> window{};
+    std::memcpy(window.data(), code.data(), longest);
+    const std::uint64_t low = boost::endian::load_little_u64(window.data());
+    const std::uint64_t high = boost::endian::load_little_u64(window.data() + 8);
     std::uint64_t hash = fnv_offset;
     for (std::size_t n = 1; n <= longest && (lengths >> n) != 0; ++n) {
         hash = (hash ^ code[n - 1]) * fnv_prime;
         if ((lengths & (1U << n)) == 0) continue;
+        const std::uint64_t want_low = n >= 8 ? low : low & ((std::uint64_t{1} << (8 * n)) - 1);
+        const std::uint64_t want_high =
+            (n > 8 ? high & ((std::uint64_t{1} << (8 * (n - 8))) - 1) : 0) | std::uint64_t{n} << 56;
         const std::size_t first = set(hash);
         for (std::size_t way = 0; way < 2; ++way) {
             Entry& e = entries_[first + way];
-            if (e.size != n ||
-                !std::equal(code.begin(), code.begin() + static_cast<std::ptrdiff_t>(n),
-                            e.encoding.begin()))
+            if (boost::endian::load_little_u64(e.key.data()) != want_low ||
+                boost::endian::load_little_u64(e.key.data() + 8) != want_high)
                 continue;
             e.flags |= recent_flag;
             entries_[first + (1 - way)].flags &= static_cast<std::uint8_t>(~recent_flag);

@@ -23,6 +23,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -31,6 +32,8 @@ namespace sfunwind::callee_saved::detail {
 // The decoders whose instructions a memo holds: the same bytes are other
 // instructions to another architecture or byte order.
 enum class MemoDecoder : std::uint8_t { None, X86_64, AArch64Little, AArch64Big };
+
+class X86FormMemo;
 
 class DecodeMemo {
   public:
@@ -47,7 +50,15 @@ class DecodeMemo {
     // 2 MB per thread was 3.5 % of LLDB's first start on 300 small
     // libraries; 192 KB, the first table and a lengths table of every
     // two-byte start, still cost each of those libraries 48 page faults).
-    explicit DecodeMemo(unsigned bits = 15) : bits_(bits < 2 ? 2 : bits > 24 ? 24 : bits) {}
+    explicit DecodeMemo(unsigned bits = 15);
+    ~DecodeMemo();
+    DecodeMemo(const DecodeMemo&) = delete;
+    DecodeMemo& operator=(const DecodeMemo&) = delete;
+
+    // What the x86-64 decoder asks when an encoding is not held here: the
+    // instruction forms it has decoded (x86_64_form_memo.hpp), made at the
+    // first call. They do not depend on the tracked registers.
+    X86FormMemo& x86_forms();
 
     // Forgets every instruction when `decoder` or `tracked` differs from
     // what the remembered ones were decoded and reduced with.
@@ -71,8 +82,13 @@ class DecodeMemo {
     // An instruction without its address, its fields narrowed (remember()
     // keeps only those that fit): 64 bytes.
     struct Entry {
-        std::array<std::uint8_t, max_encoding> encoding{};
-        std::uint8_t size = 0; // 0: empty
+        // The encoding, zero-padded, then its size (0: empty), compared as
+        // two words.
+        std::array<std::uint8_t, max_encoding + 1> key{};
+        std::uint8_t size() const noexcept { return key.back(); }
+        std::span<const std::uint8_t> encoding() const noexcept {
+            return std::span<const std::uint8_t>(key.data(), size());
+        }
         Flow flow = Flow::Next;
         std::uint8_t flags = 0; // direct_call, returns, padding; recent (of its set)
         SpEffect sp = SpEffect::None;
@@ -128,6 +144,7 @@ class DecodeMemo {
     std::size_t tracked_count_ = 0;
     std::uint64_t hits_ = 0;
     std::uint64_t misses_ = 0;
+    std::unique_ptr<X86FormMemo> x86_forms_;
 };
 
 } // namespace sfunwind::callee_saved::detail

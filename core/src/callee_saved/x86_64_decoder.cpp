@@ -3,9 +3,11 @@
 #include "decode_memo.hpp"
 #include "instruction.hpp"
 #include "x86_64_form.hpp"
+#include "x86_64_form_memo.hpp"
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <optional>
 
 namespace sfunwind::callee_saved::detail {
@@ -397,6 +399,7 @@ X86Form x86_form(csh handle, const cs_insn& insn) {
         o.access = op.access;
         if (op.type == X86_OP_REG) {
             o.reg = static_cast<std::uint16_t>(op.reg);
+            f.other_registers = f.other_registers || !dwarf_gpr(op.reg);
         } else if (op.type == X86_OP_IMM) {
             o.value = op.imm;
         } else if (op.type == X86_OP_MEM) {
@@ -404,6 +407,11 @@ X86Form x86_form(csh handle, const cs_insn& insn) {
             o.index = static_cast<std::uint16_t>(op.mem.index);
             o.segment = static_cast<std::uint16_t>(op.mem.segment);
             o.value = op.mem.disp;
+            const auto general = [](x86_reg r) {
+                return r == X86_REG_INVALID || r == X86_REG_RIP || dwarf_gpr(r).has_value();
+            };
+            f.other_registers =
+                f.other_registers || !general(op.mem.base) || !general(op.mem.index);
         }
     }
     cs_regs read{};
@@ -433,11 +441,43 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
     static std::once_flag warmed;
     warm_up(handle, warmed, sample);
     const Reducer reducer(tracked);
-    return decode_each_remembered(handle, start, code, memo, MemoDecoder::X86_64, tracked, out,
-                                  [&](const cs_insn& insn) {
-                                      reducer.reduce(x86_form(handle.get(), insn), insn.address,
-                                                     out);
-                                  });
+    if (!memo)
+        return decode_each(handle, start, code, [&](const cs_insn& insn) {
+            reducer.reduce(x86_form(handle.get(), insn), insn.address, out);
+        });
+    memo->track(MemoDecoder::X86_64, tracked);
+    X86FormMemo& forms = memo->x86_forms();
+    // The forms' probes, decoded with a cs_insn of their own.
+    struct Deleter {
+        void operator()(cs_insn* i) const { cs_free(i, 1); }
+    };
+    std::unique_ptr<cs_insn, Deleter> probe_insn(cs_malloc(handle.get()));
+    const X86FormMemo::Decode probe = [&](std::span<const std::uint8_t> bytes,
+                                          std::uint64_t address) -> std::optional<X86Form> {
+        const std::uint8_t* p = bytes.data();
+        std::size_t left = bytes.size();
+        if (!probe_insn || !cs_disasm_iter(handle.get(), &p, &left, &address, probe_insn.get()))
+            return std::nullopt;
+        return x86_form(handle.get(), *probe_insn);
+    };
+    X86Form form;
+    return decode_each(
+        handle, start, code,
+        [&](const cs_insn& insn) {
+            const X86Form decoded = x86_form(handle.get(), insn);
+            reducer.reduce(decoded, insn.address, out);
+            const std::span<const std::uint8_t> encoding(insn.bytes, insn.size);
+            memo->remember(encoding, out);
+            forms.learn(insn, decoded, probe);
+        },
+        no_bytes,
+        [&](std::uint64_t address, std::span<const std::uint8_t> rest) -> std::size_t {
+            if (const std::size_t n = memo->find(address, rest, out)) return n;
+            if (!forms.find(address, rest, form)) return 0;
+            reducer.reduce(form, address, out);
+            memo->remember(rest.first(form.size), out);
+            return form.size;
+        });
 }
 
 } // namespace sfunwind::callee_saved::detail

@@ -7,8 +7,8 @@
 
 #include "instruction.hpp"
 
-#include <capstone/capstone.h>
 #include <array>
+#include <capstone/capstone.h>
 #include <cstdint>
 #include <span>
 
@@ -16,13 +16,13 @@ namespace sfunwind::callee_saved::detail {
 
 // One operand (cs_x86_op).
 struct X86Operand {
-    std::int64_t value = 0;      // X86_OP_IMM: the immediate; X86_OP_MEM: the displacement
-    std::uint16_t reg = 0;       // X86_OP_REG: the register; X86_OP_MEM: the base register
-    std::uint16_t index = 0;     // X86_OP_MEM: the index register
-    std::uint16_t segment = 0;   // X86_OP_MEM: the segment register
-    std::uint8_t type = 0;       // x86_op_type
-    std::uint8_t size = 0;       // in bytes
-    std::uint8_t access = 0;     // CS_AC_READ, CS_AC_WRITE; Capstone 4 leaves some at 0
+    std::int64_t value = 0;    // X86_OP_IMM: the immediate; X86_OP_MEM: the displacement
+    std::uint16_t reg = 0;     // X86_OP_REG: the register; X86_OP_MEM: the base register
+    std::uint16_t index = 0;   // X86_OP_MEM: the index register
+    std::uint16_t segment = 0; // X86_OP_MEM: the segment register
+    std::uint8_t type = 0;     // x86_op_type
+    std::uint8_t size = 0;     // in bytes
+    std::uint8_t access = 0;   // CS_AC_READ, CS_AC_WRITE; Capstone 4 leaves some at 0
     friend bool operator==(const X86Operand&, const X86Operand&) = default;
 };
 
@@ -36,6 +36,10 @@ struct X86Form {
     // writes, bit n for DWARF register n (whole or in part).
     bool regs_known = false;
     std::uint16_t written = 0;
+    // An operand names a register besides the general ones, RIP and the
+    // segment of a memory operand (a vector, mask, x87 or control register,
+    // or a vector index: VSIB).
+    bool other_registers = false;
     std::uint8_t op_count = 0;
     std::array<X86Operand, 8> operands{};
     friend bool operator==(const X86Form&, const X86Form&) = default;

@@ -225,9 +225,13 @@ class FunctionRules {
 // FunctionRules::analyse() gives, and decodes an instruction encoding it
 // has decoded before from a memo (x86-64 and AArch64 code:
 // src/callee_saved/decode_memo.hpp; up to 2^15 encodings, 2 MB, growing
-// from 2^6 as it fills). What analyses a whole module (the LLDB debug file,
+// from 2^6 as it fills), and an x86-64 encoding that differs from one
+// decoded before in its displacement or immediate alone from the form it
+// remembers (src/callee_saved/x86_64_form_memo.hpp; up to 2^15 forms, about
+// 256 bytes each). What analyses a whole module (the LLDB debug file,
 // `sfunwind check --callee-saved`) uses: most of a module's instructions
-// repeat an encoding, and Capstone's decoding is most of the analysis's cost.
+// repeat an encoding or a form, and Capstone's decoding is most of the
+// analysis's cost without them.
 class Analyser {
   public:
     Analyser();
