@@ -474,8 +474,10 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
         [&](std::uint64_t address, std::span<const std::uint8_t> rest) -> std::size_t {
             if (const std::size_t n = memo->find(address, rest, out)) return n;
             if (!forms.find(address, rest, form)) return 0;
+            // Not remembered as an encoding: those a form gives are most
+            // often a module's only ones (calls, RIP-relative operands), and
+            // would push out those that repeat.
             reducer.reduce(form, address, out);
-            memo->remember(rest.first(form.size), out);
             return form.size;
         });
 }
