@@ -41,6 +41,10 @@ bool narrow(std::int64_t v, std::int32_t& out) {
 DecodeMemo::DecodeMemo(unsigned bits) : bits_(bits < 2 ? 2 : bits > 24 ? 24 : bits) {}
 DecodeMemo::~DecodeMemo() = default;
 
+unsigned DecodeMemo::most_bits() const noexcept {
+    return decoder_ == MemoDecoder::X86_64 ? std::min(bits_, x86_64_bits) : bits_;
+}
+
 X86FormMemo& DecodeMemo::x86_forms() {
     if (!x86_forms_) x86_forms_ = std::make_unique<X86FormMemo>();
     return *x86_forms_;
@@ -230,10 +234,10 @@ void DecodeMemo::remember(std::span<const std::uint8_t> encoding, const Code& co
     Entry packed;
     if (!pack(in, code.saves_and_loads(in), encoding, packed)) return;
     if (entries_.empty()) {
-        table_bits_ = std::min(bits_, first_bits);
+        table_bits_ = std::min(most_bits(), first_bits);
         entries_.resize(std::size_t{1} << table_bits_);
         rebuild_lengths();
-    } else if (table_bits_ < bits_ && 2 * filled_ >= entries_.size()) {
+    } else if (table_bits_ < most_bits() && 2 * filled_ >= entries_.size()) {
         grow();
     }
     if (store(packed, hash_of(encoding))) ++filled_;

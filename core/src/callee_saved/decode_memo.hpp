@@ -50,6 +50,10 @@ class DecodeMemo {
     // 2 MB per thread was 3.5 % of LLDB's first start on 300 small
     // libraries; 192 KB, the first table and a lengths table of every
     // two-byte start, still cost each of those libraries 48 page faults).
+    // x86-64 code takes 2^13 at most (512 KB): the encodings its forms give
+    // (x86_64_form_memo.hpp) are not remembered here, and the rest repeat
+    // more: decoding all of /usr/bin/gdb's and liblldb's code took the
+    // same time with 2^12 to 2^16.
     explicit DecodeMemo(unsigned bits = 15);
     ~DecodeMemo();
     DecodeMemo(const DecodeMemo&) = delete;
@@ -126,7 +130,11 @@ class DecodeMemo {
     // Sizes lengths_ to the table and notes every entry's length in it.
     void rebuild_lengths();
 
-    unsigned bits_;           // the most the table grows to
+    // The most the table grows to: bits_, or x86_64_bits for x86-64 code.
+    unsigned most_bits() const noexcept;
+    static constexpr unsigned x86_64_bits = 13;
+
+    unsigned bits_;           // the most the table grows to (but most_bits())
     unsigned table_bits_ = 0; // the table's size now: 2^table_bits_ entries
     std::size_t filled_ = 0;  // its entries in use
     std::vector<Entry> entries_;

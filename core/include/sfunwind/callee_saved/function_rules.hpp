@@ -224,8 +224,8 @@ class FunctionRules {
 // Analyses function after function, one thread's, with the rules
 // FunctionRules::analyse() gives, and decodes an instruction encoding it
 // has decoded before from a memo (x86-64 and AArch64 code:
-// src/callee_saved/decode_memo.hpp; up to 2^15 encodings, 2 MB, growing
-// from 2^6 as it fills), and an x86-64 encoding that differs from one
+// src/callee_saved/decode_memo.hpp; up to 2^15 encodings, 2 MB, 2^13 for
+// x86-64, growing from 2^6 as it fills), and an x86-64 encoding that differs from one
 // decoded before in its displacement or immediate alone from the form it
 // remembers (src/callee_saved/x86_64_form_memo.hpp; up to 2^15 forms, about
 // 256 bytes each). What analyses a whole module (the LLDB debug file,
