@@ -21,6 +21,7 @@ std::uint64_t raw(std::span<const std::uint8_t> code, X86FormMemo::Field f) {
 }
 
 std::int64_t sign_extended(std::uint64_t v, std::uint8_t size) {
+    if (size == 0) return 0;
     if (size >= 8) return static_cast<std::int64_t>(v);
     const unsigned shift = 64U - 8U * size;
     return static_cast<std::int64_t>(v << shift) >> shift;
