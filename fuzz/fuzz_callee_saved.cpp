@@ -12,7 +12,12 @@
 // Properties: the analysis ends (Errc::Unsupported past its limits is the
 // only error), stays within its visit limit, gives only "same value", a CFA
 // slot or unknown, nothing outside the code, and keeps a rule table no larger
-// than one change per instruction.
+// than one change per instruction; an Analyser that lives across inputs (its
+// decoding memo and x86-64 forms learnt from every input before) gives the
+// same rules at every address; for x86-64 code, a decode with a memo that
+// lives across inputs gives the same instructions as Capstone's.
+#include "../core/src/callee_saved/decode_memo.hpp"
+#include "../core/src/callee_saved/instruction.hpp"
 #include "sfunwind/callee_saved/function_rules.hpp"
 #include "support.hpp"
 
@@ -66,17 +71,36 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (abi.fixed_ra_offset != 0) row.ra = RegRule::at_cfa(abi.fixed_ra_offset);
         return row;
     };
+    if (abi.arch == Arch::X86_64) {
+        namespace d = callee_saved::detail;
+        static d::DecodeMemo memo;
+        const auto tracked = untracked_callee_saved(abi);
+        d::Code plain;
+        d::Code remembered;
+        require(d::decode_x86_64(code_vaddr, code, tracked, plain, nullptr) ==
+                    d::decode_x86_64(code_vaddr, code, tracked, remembered, &memo),
+                "the memo does not change whether Capstone decodes");
+        require(plain == remembered, "the memo gives the instructions Capstone decodes");
+    }
     auto f = callee_saved::FunctionRules::analyse(abi, code_vaddr, code, row_at);
+    static callee_saved::Analyser analyser;
+    auto remembered = analyser.analyse(abi, code_vaddr, code, row_at);
+    require(f.has_value() == remembered.has_value(), "the memo does not change the outcome");
     if (!f) {
         require(f.error().code() == Errc::Unsupported, "only a limit makes the analysis fail",
                 f.error().message());
         return 0;
     }
+    require(f->instruction_starts() == remembered->instruction_starts(),
+            "the memo decodes the same instructions");
     require(f->stats().visits <= callee_saved::Limits{}.max_visits, "the visit limit holds");
     require(f->instruction_starts().size() <= code.size(), "at most one instruction per byte");
     for (std::uint64_t pc = code_vaddr; pc < code_vaddr + code.size() + 2; ++pc) {
         for (const std::uint16_t reg : f->registers()) {
             const RegRule r = f->at(pc, reg);
+            const RegRule m = remembered->at(pc, reg);
+            require(r.kind == m.kind && r.offset == m.offset, "the memo gives the same rules",
+                    std::to_string(pc));
             require(r.kind == RegRule::Kind::SameValue || r.kind == RegRule::Kind::AtCfa ||
                         r.kind == RegRule::Kind::Undefined,
                     "a rule is same value, a CFA slot or unknown");

@@ -248,7 +248,7 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
         return entry;
     }
     // The callee-saved analysis reads every function's instructions: about
-    // 1 s per MB of .sframe on 2 cores (bench/debug_file_size.cpp), so a
+    // 0.3 s per MB of .sframe on 2 cores (bench/debug_file_size.cpp), so a
     // large module gets a line first, instead of a silent pause.
     constexpr std::uint64_t announce_from = std::uint64_t{256} << 10;
     if (progress && callee_saved && entry.sframe_bytes >= announce_from) {

@@ -56,6 +56,7 @@ enum class FpEffect : std::uint8_t {
 struct RegisterAccess {
     std::uint8_t index = 0;
     std::int64_t disp = 0;
+    friend bool operator==(const RegisterAccess&, const RegisterAccess&) = default;
 };
 
 struct Instruction {
@@ -100,6 +101,7 @@ struct Instruction {
     std::uint16_t copy_from = 0;
     std::uint16_t copy_to = 0;
     std::uint64_t written = 0;
+    friend bool operator==(const Instruction&, const Instruction&) = default;
 };
 
 // An instruction that sets the SP or the FP from the SP or the FP plus a
@@ -122,6 +124,7 @@ inline void set_stack_register(Instruction& in, bool dst_is_sp, bool src_is_sp,
 struct Code {
     std::vector<Instruction> instructions;
     std::vector<RegisterAccess> accesses;
+    friend bool operator==(const Code&, const Code&) = default;
 
     // Appends `in` with its saves and loads.
     void add(Instruction in, std::span<const RegisterAccess> saves,
