@@ -82,13 +82,25 @@ void require_same(const Code& want, const Code& got) {
 
 namespace {
 
+// Decodes x86-64 `code` at `address` with Capstone and with `memo`, requires
+// the same instructions, and returns how many there were.
+std::size_t decode_both_ways(std::uint64_t address, std::span<const std::uint8_t> code,
+                             DecodeMemo& memo) {
+    const auto tracked = untracked_callee_saved(abi_amd64());
+    Code want;
+    Code got;
+    REQUIRE(decode_x86_64(address, code, tracked, want, nullptr));
+    REQUIRE(decode_x86_64(address, code, tracked, got, &memo));
+    require_same(want, got);
+    return want.instructions.size();
+}
+
 // Decodes every x86-64 function of the SQLite fixture `name` with Capstone
 // and with `memo`, `skip` bytes in, and requires the same instructions;
 // returns how many there were.
 std::size_t decode_sqlite_functions(const char* name, DecodeMemo& memo,
                                     std::initializer_list<std::size_t> skips) {
     const auto large = test::source_dir() / "tests" / "fixtures" / "large";
-    const auto tracked = untracked_callee_saved(abi_amd64());
     const elf::ElfFile file = test::open_elf((large / name).string());
     auto section = file.sframe();
     REQUIRE(section);
@@ -98,15 +110,8 @@ std::size_t decode_sqlite_functions(const char* name, DecodeMemo& memo,
         if (!fde || fde->size < 2) continue;
         auto bytes = file.loaded_bytes(fde->start, fde->size);
         REQUIRE(bytes);
-        for (const std::size_t skip : skips) {
-            const auto code = bytes->subspan(skip);
-            Code want;
-            Code got;
-            REQUIRE(decode_x86_64(fde->start + skip, code, tracked, want, nullptr));
-            REQUIRE(decode_x86_64(fde->start + skip, code, tracked, got, &memo));
-            require_same(want, got);
-            instructions += want.instructions.size();
-        }
+        for (const std::size_t skip : skips)
+            instructions += decode_both_ways(fde->start + skip, bytes->subspan(skip), memo);
     }
     return instructions;
 }
@@ -153,22 +158,15 @@ namespace {
 // with Capstone and with `memo`; requires the same instructions.
 std::size_t decode_static_text(DecodeMemo& memo, std::size_t piece) {
     const auto bin = test::source_dir() / "tests" / "fixtures" / "bin" / "gas-2.47";
-    const auto tracked = untracked_callee_saved(abi_amd64());
     const elf::ElfFile file = test::open_elf((bin / "cxx_exceptions-O2-nofp-static").string());
     const elf::SectionInfo* text = file.section(".text");
     REQUIRE(text);
     auto bytes = file.loaded_bytes(text->vaddr, text->size);
     REQUIRE(bytes);
     std::size_t instructions = 0;
-    for (std::size_t at = 0; at < bytes->size(); at += piece) {
-        const auto code = bytes->subspan(at, std::min(piece, bytes->size() - at));
-        Code want;
-        Code got;
-        REQUIRE(decode_x86_64(text->vaddr + at, code, tracked, want, nullptr));
-        REQUIRE(decode_x86_64(text->vaddr + at, code, tracked, got, &memo));
-        require_same(want, got);
-        instructions += want.instructions.size();
-    }
+    for (std::size_t at = 0; at < bytes->size(); at += piece)
+        instructions += decode_both_ways(
+            text->vaddr + at, bytes->subspan(at, std::min(piece, bytes->size() - at)), memo);
     return instructions;
 }
 
