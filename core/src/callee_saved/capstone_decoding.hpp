@@ -41,6 +41,13 @@ class CapstoneHandle {
     bool open_ = false;
 };
 
+// A cs_insn with room for details (cs_malloc), freed with cs_free; null when
+// Capstone has no memory.
+struct CapstoneInsnFree {
+    void operator()(cs_insn* i) const { cs_free(i, 1); }
+};
+using CapstoneInsn = std::unique_ptr<cs_insn, CapstoneInsnFree>;
+
 // Decodes [start, start + code.size()) linearly, calling reduce(insn) for
 // each instruction, until the end, a reduce() that returns false (one that
 // returns bool: s390x's execute instructions end the decode), or bytes
@@ -54,10 +61,7 @@ bool decode_each(const CapstoneHandle& handle, std::uint64_t start,
                  std::span<const std::uint8_t> code, Reduce&& reduce, Undecodable&& undecodable,
                  Known&& known) {
     if (!handle.open()) return false;
-    struct Deleter {
-        void operator()(cs_insn* i) const { cs_free(i, 1); }
-    };
-    std::unique_ptr<cs_insn, Deleter> insn(cs_malloc(handle.get()));
+    const CapstoneInsn insn(cs_malloc(handle.get()));
     if (!insn) return false;
     const std::uint8_t* p = code.data();
     std::size_t left = code.size();

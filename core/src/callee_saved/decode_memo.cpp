@@ -11,11 +11,6 @@
 namespace sfunwind::callee_saved::detail {
 namespace {
 
-// FNV-1a (64 bits), one byte at a time: the hash of each prefix of the
-// code comes from the previous one's.
-constexpr std::uint64_t fnv_offset = 0xcbf29ce484222325ULL;
-constexpr std::uint64_t fnv_prime = 0x100000001b3ULL;
-
 constexpr std::uint8_t direct_call_flag = 1;
 constexpr std::uint8_t returns_flag = 2;
 constexpr std::uint8_t padding_flag = 4;
@@ -71,9 +66,9 @@ std::size_t DecodeMemo::set(std::uint64_t hash) const noexcept {
 }
 
 std::uint64_t DecodeMemo::hash_of(std::span<const std::uint8_t> encoding) noexcept {
-    std::uint64_t hash = fnv_offset;
+    std::uint64_t hash = prefix_hash_start;
     for (const std::uint8_t b : encoding)
-        hash = (hash ^ b) * fnv_prime;
+        hash = prefix_hash_step(hash, b);
     return hash;
 }
 
@@ -204,9 +199,9 @@ std::size_t DecodeMemo::lookup(std::uint64_t address, std::span<const std::uint8
     std::memcpy(window.data(), code.data(), longest);
     const std::uint64_t low = boost::endian::load_little_u64(window.data());
     const std::uint64_t high = boost::endian::load_little_u64(window.data() + 8);
-    std::uint64_t hash = fnv_offset;
+    std::uint64_t hash = prefix_hash_start;
     for (std::size_t n = 1; n <= longest && (lengths >> n) != 0; ++n) {
-        hash = (hash ^ code[n - 1]) * fnv_prime;
+        hash = prefix_hash_step(hash, code[n - 1]);
         if ((lengths & (1U << n)) == 0) continue;
         const std::uint64_t want_low = n >= 8 ? low : low & ((std::uint64_t{1} << (8 * n)) - 1);
         const std::uint64_t want_high =

@@ -35,6 +35,13 @@ enum class MemoDecoder : std::uint8_t { None, X86_64, AArch64Little, AArch64Big 
 
 class X86FormMemo;
 
+// FNV-1a (64 bits), one byte at a time: both memos hash an encoding's
+// prefixes, each from the one before.
+inline constexpr std::uint64_t prefix_hash_start = 0xcbf29ce484222325ULL;
+constexpr std::uint64_t prefix_hash_step(std::uint64_t hash, std::uint8_t byte) noexcept {
+    return (hash ^ byte) * 0x100000001b3ULL;
+}
+
 class DecodeMemo {
   public:
     // The longest encoding (x86-64: 15 bytes, SDM vol. 2 section 2.3.11).

@@ -203,18 +203,15 @@ class Reducer {
     }
 
     static void flow(const X86Form& x, Instruction& out) {
-        const bool jump = x.jump;
-        const bool call = x.call;
-        const bool ret = x.ret;
         // int3 is a breakpoint that returns (a debugger's, or SIGTRAP's
         // handler) to the next instruction; as padding it follows a ret or
         // jump, and is not reached that way.
-        if (ret || x.id == X86_INS_UD2 || x.id == X86_INS_HLT || x.id == X86_INS_UD0) {
+        if (x.ret || x.id == X86_INS_UD2 || x.id == X86_INS_HLT || x.id == X86_INS_UD0) {
             out.flow = Flow::Stop;
-            out.returns = ret;
+            out.returns = x.ret;
             return;
         }
-        if (call) {
+        if (x.call) {
             out.flow = Flow::Call;
             if (x.op_count == 1 && x.operands[0].type == X86_OP_IMM) {
                 out.direct_call = true;
@@ -222,7 +219,7 @@ class Reducer {
             }
             return;
         }
-        if (!jump) return;
+        if (!x.jump) return;
         const bool direct = x.op_count == 1 && x.operands[0].type == X86_OP_IMM;
         const bool unconditional = x.id == X86_INS_JMP || x.id == X86_INS_LJMP;
         if (!direct) {
@@ -447,13 +444,12 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
         });
     memo->track(MemoDecoder::X86_64, tracked);
     X86FormMemo& forms = memo->x86_forms();
-    // The forms' probes, decoded with a cs_insn of their own.
-    struct Deleter {
-        void operator()(cs_insn* i) const { cs_free(i, 1); }
-    };
-    std::unique_ptr<cs_insn, Deleter> probe_insn(cs_malloc(handle.get()));
+    // The forms' probes, decoded with a cs_insn of their own, made at the
+    // first probe (most functions learn no new form).
+    CapstoneInsn probe_insn;
     const X86FormMemo::Decode probe = [&](std::span<const std::uint8_t> bytes,
                                           std::uint64_t address) -> std::optional<X86Form> {
+        if (!probe_insn) probe_insn.reset(cs_malloc(handle.get()));
         const std::uint8_t* p = bytes.data();
         std::size_t left = bytes.size();
         if (!probe_insn || !cs_disasm_iter(handle.get(), &p, &left, &address, probe_insn.get()))

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "x86_64_form_memo.hpp"
 
+#include "decode_memo.hpp"
+
 #include <algorithm>
 
 namespace sfunwind::callee_saved::detail {
 namespace {
-
-// FNV-1a (64 bits), one byte at a time: each prefix's hash from the last.
-constexpr std::uint64_t fnv_offset = 0xcbf29ce484222325ULL;
-constexpr std::uint64_t fnv_prime = 0x100000001b3ULL;
 
 constexpr unsigned first_slot_bits = 8;
 
@@ -88,9 +86,9 @@ bool X86FormMemo::find(std::uint64_t address, std::span<const std::uint8_t> code
     }
     const std::uint32_t heads = heads_[code[0]];
     const std::size_t longest = std::min(code.size(), std::size_t{15});
-    std::uint64_t hash = fnv_offset;
+    std::uint64_t hash = prefix_hash_start;
     for (std::size_t n = 1; n <= longest && (heads >> n) != 0; ++n) {
-        hash = (hash ^ code[n - 1]) * fnv_prime;
+        hash = prefix_hash_step(hash, code[n - 1]);
         if ((heads & (1U << n)) == 0) continue;
         const std::size_t mask = slots_.size() - 1;
         for (std::size_t s = (hash * 0x9e3779b97f4a7c15ULL) >> (64 - slot_bits_); slots_[s] != 0;
@@ -192,9 +190,9 @@ void X86FormMemo::learn(const cs_insn& insn, const X86Form& form, const Decode& 
     }
     if ((e.disp.size > 0 && !disp_used) || (e.imm.size > 0 && !imm_used)) return;
 
-    std::uint64_t hash = fnv_offset;
+    std::uint64_t hash = prefix_hash_start;
     for (std::size_t k = 0; k < e.head; ++k)
-        hash = (hash ^ e.encoding[k]) * fnv_prime;
+        hash = prefix_hash_step(hash, e.encoding[k]);
     e.hash = hash;
     entries_.push_back(e);
     if (2 * entries_.size() > slots_.size())
