@@ -103,6 +103,8 @@ int run_check_callee_saved(const CheckOptions& o) {
             Progress progress(show_progress, "sfunwind check --callee-saved: " + path);
             sfunwind::check::CalleeSavedOptions opts;
             opts.cfi_source = o.cfi_source;
+            // --details: every wrong pair and declined function, not the first few.
+            if (o.details) opts.max_listed = static_cast<std::size_t>(-1);
             opts.progress = [&progress](std::size_t done, std::size_t total) {
                 progress.update(done, total);
             };

@@ -253,6 +253,67 @@ TEST_CASE("callee-saved: code that does not start as a function entry starts unk
     CHECK(f->at(0x1001, r12).kind == RegRule::Kind::Undefined);
 }
 
+TEST_CASE("callee-saved: a .cold part that starts with a nop under the entry row starts unknown",
+          "[callee_saved]") {
+    // GCC's .cold part holding a landing pad (Debian 12's gdb at 0xd656c):
+    // 0: nop under the entry row (CFA = rsp+8), then the hot part's frame,
+    // CFA = rbp+16, which no instruction here set up. 1: mov rdi, r14;
+    // 4: mov rbx, rax; 7: call (next); c: ret.
+    const std::vector<std::uint8_t> code = {0x90, 0x4c, 0x89, 0xf7, 0x48, 0x89, 0xc3,
+                                            0xe8, 0x00, 0x00, 0x00, 0x00, 0xc3};
+    const auto rows = [](std::uint64_t pc) -> std::optional<Row> {
+        if (pc < 0x3000 || pc >= 0x300d) return std::nullopt;
+        Row r;
+        r.pc_begin = pc == 0x3000 ? 0x3000 : 0x3001;
+        r.pc_end = pc == 0x3000 ? 0x3001 : 0x300d;
+        r.cfa = pc == 0x3000 ? CfaRule{abi_amd64().sp_reg, 8, false}
+                             : CfaRule{abi_amd64().fp_reg, 16, false};
+        r.ra = RegRule::at_cfa(-8);
+        if (pc != 0x3000) r.fp = RegRule::at_cfa(-16);
+        return r;
+    };
+    auto f = FunctionRules::analyse(abi_amd64(), 0x3000, code, rows);
+    REQUIRE(f);
+    CHECK(f->stats().anchor_conflicts >= 1);
+    CHECK(f->at(0x3000, rbx).kind == RegRule::Kind::SameValue);
+    for (const std::uint64_t pc : std::array<std::uint64_t, 4>{0x3001, 0x3004, 0x3007, 0x300c}) {
+        CHECK(f->at(pc, rbx).kind == RegRule::Kind::Undefined);
+        CHECK(f->at(pc, r12).kind == RegRule::Kind::Undefined);
+    }
+}
+
+TEST_CASE("callee-saved: a landing pad after a call not known to return takes every call's state",
+          "[callee_saved]") {
+    // libstdc++'s logic_error(const char*) (Debian 12, 0xce1a0) has this
+    // shape: its landing pad follows a PLT call to __throw_logic_error,
+    // which never returns, where the fall-through alone says rbx is intact.
+    // 0: push rbx; 1: test edi, edi; 3: je 0xf; 5: mov rbx, rdi;
+    // 8: call (outside: may throw, to the pad); d: pop rbx; e: ret;
+    // f: call (outside: throws); 14: mov rdi, rax (the landing pad);
+    // 17: call (outside: _Unwind_Resume)
+    const std::vector<std::uint8_t> code = {0x53, 0x85, 0xff, 0x74, 0x0a, 0x48, 0x89, 0xfb,
+                                            0xe8, 0x00, 0x10, 0x00, 0x00, 0x5b, 0xc3, 0xe8,
+                                            0x00, 0x20, 0x00, 0x00, 0x48, 0x89, 0xc7, 0xe8,
+                                            0x00, 0x30, 0x00, 0x00};
+    const auto rows = rows_of(
+        {{0x5000, 0x5001, 8}, {0x5001, 0x500e, 16}, {0x500e, 0x500f, 8}, {0x500f, 0x501c, 16}});
+    auto f = FunctionRules::analyse(abi_amd64(), 0x5000, code, rows);
+    REQUIRE(f);
+    // Entered from the call at 8, rbx holds rdi: only its slot has the
+    // caller's value.
+    CHECK(f->at(0x5014, rbx) == RegRule::at_cfa(-16));
+    CHECK(f->at(0x5017, rbx) == RegRule::at_cfa(-16));
+    // Before the throwing call, the path knows rbx untouched.
+    CHECK(f->at(0x500f, rbx).kind == RegRule::Kind::SameValue);
+    // Without landing pads (no .gcc_except_table) and no indirect jump,
+    // nothing enters the code after a call but its fall-through.
+    callee_saved::CodeFacts facts;
+    facts.landing_pads = false;
+    auto g = FunctionRules::analyse(abi_amd64(), 0x5000, code, rows, {}, facts);
+    REQUIRE(g);
+    CHECK(g->at(0x5014, rbx).kind == RegRule::Kind::SameValue);
+}
+
 TEST_CASE("callee-saved: a mid-function return keeps the saves of the code after it",
           "[callee_saved]") {
     // 0: push rbx; 1: test edi, edi; 3: jne 8; 5: pop rbx; 6: ret;
@@ -583,21 +644,26 @@ TEST_CASE("callee-saved: 0 wrong against CFI on every x86-64 fixture", "[callee_
             const double coverage =
                 static_cast<double>(report->counts.equal + report->counts.equivalent) /
                 static_cast<double>(report->counts.compared);
-            CHECK(coverage >= 0.80);
+            // The code after a call not known to return may also be a
+            // landing pad or a switch case: its registers are met with every
+            // call's and indirect jump's (function_rules.cpp), which costs the
+            // C++ and static fixtures most (73.6% the least, 2026-11-29).
+            CHECK(coverage >= 0.72);
             ++files;
             compared += report->counts.compared;
             agreeing += report->counts.equal + report->counts.equivalent;
         }
     }
     CHECK(files >= 60);
-    CHECK(static_cast<double>(agreeing) / static_cast<double>(compared) >= 0.95);
+    CHECK(static_cast<double>(agreeing) / static_cast<double>(compared) >= 0.92);
 }
 
 namespace {
 
 // check_callee_saved() on every file of the writers' fixture folders: 0
-// wrong, at least `min_compared` pairs and 99% covered in each; the count of
-// files checked.
+// wrong, at least `min_compared` pairs and 88% covered in each (AArch64's
+// static programs 89.9% to 96%, the calls not known to return costing them
+// most); the count of files checked.
 std::size_t check_fixtures(std::initializer_list<const char*> writers, const char* abi,
                            std::uint64_t min_compared) {
     const auto bin = test::source_dir() / "tests" / "fixtures" / "bin";
@@ -617,7 +683,7 @@ std::size_t check_fixtures(std::initializer_list<const char*> writers, const cha
                                 << w.cfi);
             CHECK(report->counts.compared >= min_compared);
             CHECK(report->counts.equal + report->counts.equivalent >=
-                  report->counts.compared * 99 / 100);
+                  report->counts.compared * 88 / 100);
             ++files;
         }
     }
@@ -640,7 +706,7 @@ TEST_CASE("callee-saved: 0 wrong against CFI on SQLite (GCC 16 + gas 2.47, clang
           "[callee_saved][fixtures]") {
     const auto large = test::source_dir() / "tests" / "fixtures" / "large";
     for (const auto& [name, floor] :
-         {std::pair{"sqlite3-gas-2.47", 0.99}, std::pair{"sqlite3-clang-23", 0.999}}) {
+         {std::pair{"sqlite3-gas-2.47", 0.975}, std::pair{"sqlite3-clang-23", 0.998}}) {
         INFO(name);
         auto file = elf::ElfFile::open((large / name).string());
         REQUIRE(file);

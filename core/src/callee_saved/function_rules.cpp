@@ -117,7 +117,13 @@ template <std::size_t N> void anchor(State<N>& s, const Row& row, const Abi& abi
         s.sp_known = true;
         s.sp = row.cfa.offset;
     } else if (row.cfa.reg == abi.fp_reg) {
-        if (s.fp_known && s.fp != row.cfa.offset) {
+        // A frame pointer the path never set from the SP it counted: the
+        // row describes another path's frame. GCC starts a function's .cold
+        // part that holds a landing pad with a nop under the entry row (no
+        // landing pad may sit at offset 0, Itanium C++ ABI LSDA), and the
+        // next row is the hot part's rbp-based frame, whose registers the
+        // hot part may have changed.
+        if ((s.fp_known && s.fp != row.cfa.offset) || (!s.fp_known && s.sp_known)) {
             forget_registers(s);
             ++stats.anchor_conflicts;
         }
@@ -431,6 +437,15 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     // state, the meet over every call and indirect jump, including those of
     // the code seeded this way: repeated until the body stops weakening. The
     // SP is left to each instruction's row.
+    // The instruction after a call neither known to return nor known not to
+    // is such an entry too: the call may never return (a PLT call to __cxa_throw or
+    // __stack_chk_fail, which never_returns() cannot see), and the compiler
+    // then places a landing
+    // pad or a switch case right after it, which the fall-through alone
+    // would give the state of an unrelated path. There the body's register
+    // facts are met with the fall-through's, which keeps its SP and FP:
+    // the unwinder enters a landing pad with the call site's SP, which the
+    // instruction's row anchors.
     std::vector<bool> is_seed(insns.size(), false);
     std::uint32_t seeds = 0;
     for (State<N> used; body.reached && !(used == body);) {
@@ -442,12 +457,29 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
             // Alignment padding after a ret or jump is never run.
             if (insns[k].padding) continue;
             const bool first_time = !reached(k);
-            if (!first_time && !is_seed[k]) continue;
+            const Instruction* call = k > 0 && insns[k - 1].flow == Flow::Call ? &insns[k - 1]
+                                                                                : nullptr;
+            const bool after_call =
+                !first_time && call != nullptr &&
+                !(call->direct_call &&
+                  ((facts.returns && facts.returns(call->target)) ||
+                   (facts.never_returns && facts.never_returns(call->target))));
+            if (!first_time && !is_seed[k] && !after_call) continue;
             if (first_time) {
                 is_seed[k] = true;
                 ++seeds;
             }
-            propagate(k, seed);
+            if (after_call && !is_seed[k]) {
+                const State<N>& fall = before(k);
+                State<N> entry = seed;
+                entry.sp_known = fall.sp_known;
+                entry.sp = fall.sp;
+                entry.fp_known = fall.fp_known;
+                entry.fp = fall.fp;
+                propagate(k, entry);
+            } else {
+                propagate(k, seed);
+            }
             if (!run()) return false;
         }
     }

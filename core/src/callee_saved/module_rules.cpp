@@ -16,7 +16,7 @@ ModuleRules::ModuleRules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts fact
                          std::size_t max_functions)
     : abi_(&abi), code_(std::move(code)), rows_(std::move(rows)), facts_(std::move(facts)),
       max_functions_(std::max<std::size_t>(max_functions, 1)) {
-    if (!facts_.never_returns) facts_.never_returns = never_returns_cached(*abi_, code_, rows_);
+    if (!facts_.never_returns && !facts_.returns) add_call_facts(facts_, *abi_, code_, rows_);
 }
 
 const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t size) {
@@ -38,32 +38,16 @@ const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t si
     return cache_.emplace(start, std::move(made)).first->second.get();
 }
 
-std::function<bool(std::uint64_t)> never_returns_cached(const Abi& abi, CodeAt code, RowAt rows) {
-    // One answer per function of the module at most (a target is a function
-    // start). Computed outside the lock: two threads may both compute one
-    // answer, which is the same.
-    struct Cache {
-        std::mutex mutex;
-        std::unordered_map<std::uint64_t, bool> known;
-    };
-    auto cache = std::make_shared<Cache>();
-    return [&abi, code = std::move(code), rows = std::move(rows),
-            cache = std::move(cache)](std::uint64_t target) {
-        {
-            const std::lock_guard lock(cache->mutex);
-            if (auto it = cache->known.find(target); it != cache->known.end()) return it->second;
-        }
-        const bool answer = never_returns(abi, code, rows, target);
-        const std::lock_guard lock(cache->mutex);
-        cache->known.emplace(target, answer);
-        return answer;
-    };
-}
+namespace {
 
-bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
-    if (!supported(abi)) return false;
+// How a call to the function at a target ends, as far as its rows and code
+// tell (never_returns() and returns() below).
+enum class CallEnd : std::uint8_t { Returns, NeverReturns, Unknown };
+
+CallEnd call_end(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
+    if (!supported(abi)) return CallEnd::Unknown;
     const auto row = rows(target);
-    if (!row || row->func_start != target || row->func_size == 0) return false;
+    if (!row || row->func_start != target || row->func_size == 0) return CallEnd::Unknown;
     const std::uint64_t end = target + row->func_size;
     // A later row with the entry CFA rule gives the frame back, as an
     // epilogue does before a return or a tail call: "may return", without
@@ -76,23 +60,64 @@ bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::u
     for (unsigned n = 0; n < max_rows && pc > target && pc < end; ++n) {
         const auto later = rows(pc);
         if (!later || later->func_start != target || later->pc_end <= pc) break;
-        if (entry_cfa(*later, abi)) return false;
+        if (entry_cfa(*later, abi)) return CallEnd::Returns;
         pc = later->pc_end;
     }
     const auto bytes = code(target, row->func_size);
-    if (!bytes) return false;
+    if (!bytes) return CallEnd::Unknown;
     detail::Code decoded;
     if (!detail::decode(abi, target, *bytes, {}, decoded) || decoded.instructions.empty())
-        return false;
+        return CallEnd::Unknown;
     const auto& insns = decoded.instructions;
     // Undecoded bytes may hold a return.
-    if (insns.back().address + insns.back().size != end) return false;
+    if (insns.back().address + insns.back().size != end) return CallEnd::Unknown;
+    bool leaves = false;
     for (const auto& in : insns) {
-        if (in.returns || in.flow == detail::Flow::Indirect) return false;
+        // A return instruction: the compiler that made the call could not
+        // have known the function not to return, so the code after the call
+        // is where it does.
+        if (in.returns) return CallEnd::Returns;
         const bool jumps = in.flow == detail::Flow::Jump || in.flow == detail::Flow::Branch;
-        if (jumps && (in.target < target || in.target >= end)) return false;
+        if (in.flow == detail::Flow::Indirect || (jumps && (in.target < target || in.target >= end)))
+            leaves = true;
     }
-    return true;
+    return leaves ? CallEnd::Unknown : CallEnd::NeverReturns;
+}
+
+} // namespace
+
+void add_call_facts(CodeFacts& facts, const Abi& abi, CodeAt code, RowAt rows) {
+    // One answer per function of the module at most (a target is a function
+    // start), shared by both questions. Computed outside the lock: two
+    // threads may both compute one answer, which is the same.
+    struct Cache {
+        std::mutex mutex;
+        std::unordered_map<std::uint64_t, CallEnd> known;
+    };
+    auto cache = std::make_shared<Cache>();
+    auto ends = [&abi, code = std::move(code), rows = std::move(rows),
+                 cache = std::move(cache)](std::uint64_t target) {
+        {
+            const std::lock_guard lock(cache->mutex);
+            if (auto it = cache->known.find(target); it != cache->known.end()) return it->second;
+        }
+        const CallEnd answer = call_end(abi, code, rows, target);
+        const std::lock_guard lock(cache->mutex);
+        cache->known.emplace(target, answer);
+        return answer;
+    };
+    facts.never_returns = [ends](std::uint64_t target) {
+        return ends(target) == CallEnd::NeverReturns;
+    };
+    facts.returns = [ends](std::uint64_t target) { return ends(target) == CallEnd::Returns; };
+}
+
+bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
+    return call_end(abi, code, rows, target) == CallEnd::NeverReturns;
+}
+
+bool returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
+    return call_end(abi, code, rows, target) == CallEnd::Returns;
 }
 
 std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::uint64_t cfa,

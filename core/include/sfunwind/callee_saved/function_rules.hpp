@@ -110,6 +110,12 @@ struct CodeFacts {
     // module_rules.hpp never_returns()): such a call has no fall-through
     // edge. Unset: every call returns.
     std::function<bool(std::uint64_t target)> never_returns;
+    // Whether the function at a call's target is known to return
+    // (module_rules.hpp returns()): the code after such a call is its
+    // continuation, where the code after any other call may be a landing
+    // pad or a switch case the fall-through does not describe. Unset: no
+    // call is known to return.
+    std::function<bool(std::uint64_t target)> returns;
 };
 
 // How far the pass got, per function.

@@ -31,7 +31,7 @@ using CodeAt = std::function<std::optional<std::span<const std::uint8_t>>(std::u
 class ModuleRules {
   public:
     // `rows` gives the module's rows at link-time PCs. Without
-    // facts.never_returns, never_returns_cached() answers.
+    // facts.never_returns and facts.returns, add_call_facts() answers.
     ModuleRules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts = {},
                 std::size_t max_functions = 4096);
 
@@ -55,22 +55,22 @@ class ModuleRules {
     std::size_t memory_ = 0;
 };
 
-// Whether the function that starts at link-time `target` can never return
-// (never_returns() below), asked once per target: a CodeFacts::never_returns
-// for every analysis of one module. It may be called from several threads.
-std::function<bool(std::uint64_t target)> never_returns_cached(const Abi& abi, CodeAt code,
-                                                               RowAt rows);
+// Sets facts.never_returns and facts.returns: whether the function that
+// starts at link-time `target` never returns, or returns (never_returns()
+// and returns() below), each target's answer found once for every analysis
+// of one module. They may be called from several threads.
+void add_call_facts(CodeFacts& facts, const Abi& abi, CodeAt code, RowAt rows);
 
 // What a module's file tells of how its code is entered (CodeFacts), the
 // one place every consumer takes it from: exception landing pads only when
 // it has .gcc_except_table (the LSDA that GCC's personality routine reads:
 // without it no call has a landing pad), and which call targets never
-// return (never_returns_cached()).
+// return or do (add_call_facts()).
 template <class File>
 CodeFacts module_facts(const File& file, const Abi& abi, CodeAt code, RowAt rows) {
     CodeFacts facts;
     facts.landing_pads = file.has_section(".gcc_except_table");
-    facts.never_returns = never_returns_cached(abi, std::move(code), std::move(rows));
+    add_call_facts(facts, abi, std::move(code), std::move(rows));
     return facts;
 }
 
@@ -97,6 +97,11 @@ std::unique_ptr<ModuleRules> module_rules(FilePtr file, std::shared_ptr<const Ro
 // function whose SFrame rows restore the entry CFA after its first row (an
 // epilogue: entry_cfa()), which is then not decoded.
 bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target);
+// Whether a call to the function that starts at link-time `target` returns:
+// a later row restores the entry CFA (an epilogue), or its code holds a
+// return instruction (the caller's compiler could not have known it not to
+// return, so the code after the call is where it does). Not proven: false.
+bool returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target);
 
 // The caller's value of one callee-saved register in one frame.
 struct SavedRegister {
