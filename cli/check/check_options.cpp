@@ -50,8 +50,9 @@ Options:
                      Each (instruction, register) is equal, equivalent (the
                      register still holds the value the CFI's slot does),
                      unknown (the analysis declined: "not saved"), or wrong;
-                     exit 1 on any wrong. --details lists the functions the
-                     analysis declined; --json, --cfi and --progress apply.
+                     exit 1 on any wrong. --details lists every wrong pair
+                     (else the first 50) and the functions the analysis
+                     declined; --json, --cfi and --progress apply.
   --time             print the time taken and the throughput
   --progress         progress on stderr even when it is not a terminal
   --no-progress      no progress, even on a terminal
