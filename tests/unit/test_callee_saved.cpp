@@ -291,10 +291,9 @@ TEST_CASE("callee-saved: a landing pad after a call not known to return takes ev
     // 8: call (outside: may throw, to the pad); d: pop rbx; e: ret;
     // f: call (outside: throws); 14: mov rdi, rax (the landing pad);
     // 17: call (outside: _Unwind_Resume)
-    const std::vector<std::uint8_t> code = {0x53, 0x85, 0xff, 0x74, 0x0a, 0x48, 0x89, 0xfb,
-                                            0xe8, 0x00, 0x10, 0x00, 0x00, 0x5b, 0xc3, 0xe8,
-                                            0x00, 0x20, 0x00, 0x00, 0x48, 0x89, 0xc7, 0xe8,
-                                            0x00, 0x30, 0x00, 0x00};
+    const std::vector<std::uint8_t> code = {
+        0x53, 0x85, 0xff, 0x74, 0x0a, 0x48, 0x89, 0xfb, 0xe8, 0x00, 0x10, 0x00, 0x00, 0x5b,
+        0xc3, 0xe8, 0x00, 0x20, 0x00, 0x00, 0x48, 0x89, 0xc7, 0xe8, 0x00, 0x30, 0x00, 0x00};
     const auto rows = rows_of(
         {{0x5000, 0x5001, 8}, {0x5001, 0x500e, 16}, {0x500e, 0x500f, 8}, {0x500f, 0x501c, 16}});
     auto f = FunctionRules::analyse(abi_amd64(), 0x5000, code, rows);
@@ -644,26 +643,22 @@ TEST_CASE("callee-saved: 0 wrong against CFI on every x86-64 fixture", "[callee_
             const double coverage =
                 static_cast<double>(report->counts.equal + report->counts.equivalent) /
                 static_cast<double>(report->counts.compared);
-            // The code after a call not known to return may also be a
-            // landing pad or a switch case: its registers are met with every
-            // call's and indirect jump's (function_rules.cpp), which costs the
-            // C++ and static fixtures most (73.6% the least, 2026-11-29).
-            CHECK(coverage >= 0.72);
+            // 85.0% the least (gas 2.40's cxx_exceptions-O2-nofp-g), 2026-11-29.
+            CHECK(coverage >= 0.80);
             ++files;
             compared += report->counts.compared;
             agreeing += report->counts.equal + report->counts.equivalent;
         }
     }
     CHECK(files >= 60);
-    CHECK(static_cast<double>(agreeing) / static_cast<double>(compared) >= 0.92);
+    CHECK(static_cast<double>(agreeing) / static_cast<double>(compared) >= 0.95);
 }
 
 namespace {
 
 // check_callee_saved() on every file of the writers' fixture folders: 0
-// wrong, at least `min_compared` pairs and 88% covered in each (AArch64's
-// static programs 89.9% to 96%, the calls not known to return costing them
-// most); the count of files checked.
+// wrong, at least `min_compared` pairs and 99% covered in each; the count of
+// files checked.
 std::size_t check_fixtures(std::initializer_list<const char*> writers, const char* abi,
                            std::uint64_t min_compared) {
     const auto bin = test::source_dir() / "tests" / "fixtures" / "bin";
@@ -683,7 +678,7 @@ std::size_t check_fixtures(std::initializer_list<const char*> writers, const cha
                                 << w.cfi);
             CHECK(report->counts.compared >= min_compared);
             CHECK(report->counts.equal + report->counts.equivalent >=
-                  report->counts.compared * 88 / 100);
+                  report->counts.compared * 99 / 100);
             ++files;
         }
     }
@@ -706,6 +701,9 @@ TEST_CASE("callee-saved: 0 wrong against CFI on SQLite (GCC 16 + gas 2.47, clang
           "[callee_saved][fixtures]") {
     const auto large = test::source_dir() / "tests" / "fixtures" / "large";
     for (const auto& [name, floor] :
+         // 97.8% and 99.85% (2026-11-29): the code after a call not known to
+         // return, in a function with a switch, takes every indirect jump's
+         // registers too (function_rules.cpp), as a case may start there.
          {std::pair{"sqlite3-gas-2.47", 0.975}, std::pair{"sqlite3-clang-23", 0.998}}) {
         INFO(name);
         auto file = elf::ElfFile::open((large / name).string());

@@ -407,8 +407,37 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
             entry.intact = (nregs >= 32 ? ~0U : (1U << nregs) - 1);
         propagate(0, entry);
     }
-    // States at indirect jumps (and calls, for landing pads): where
-    // unreached code is entered from.
+    // Where the function's exception table names each call's landing pad,
+    // the call has an edge to it (the state after the call: the personality
+    // routine enters the pad with the callee-saved registers and the SP the
+    // call returned with). Otherwise any call may enter code no path
+    // reaches, with its state (`body`, below). A pad that is not one of the
+    // decoded instructions leaves the table unused.
+    constexpr std::uint32_t no_pad = std::numeric_limits<std::uint32_t>::max();
+    std::vector<std::uint32_t> pad_of;
+    if (facts.call_sites && !insns.empty()) {
+        if (const auto sites = facts.call_sites(p.start)) {
+            pad_of.assign(insns.size(), no_pad);
+            for (std::size_t k = 0; k < insns.size() && !pad_of.empty(); ++k) {
+                const Instruction& in = insns[k];
+                if (in.flow != Flow::Call || in.size == 0) continue;
+                // The personality looks up the return address - 1.
+                const std::uint64_t ip = in.address + in.size - 1;
+                for (const CallSite& site : *sites) {
+                    if (ip < site.begin || ip >= site.end) continue;
+                    if (const auto t = p.index_of(site.landing_pad))
+                        pad_of[k] = static_cast<std::uint32_t>(*t);
+                    else if (site.landing_pad >= p.start && site.landing_pad - p.start < p.size)
+                        pad_of.clear();
+                    break;
+                }
+            }
+        }
+    }
+    const bool exact_pads = !pad_of.empty();
+    const bool calls_enter = facts.landing_pads && !exact_pads;
+    // States at indirect jumps (and calls, for landing pads not known):
+    // where unreached code is entered from.
     State<N> body;
     auto run = [&]() -> bool {
         while (!work.empty()) {
@@ -419,9 +448,10 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
             State<N> s = before(k);
             if (const Row* r = p.row_at(k)) anchor(s, *r, abi, stats);
             const Instruction& in = insns[k];
-            if (in.flow == Flow::Indirect || (facts.landing_pads && in.flow == Flow::Call))
+            if (in.flow == Flow::Indirect || (calls_enter && in.flow == Flow::Call))
                 body = meet(body, s);
             transfer(s, p.decoded, in, p.registers);
+            if (exact_pads && pad_of[k] != no_pad) propagate(pad_of[k], s);
             const bool returning_call =
                 in.flow == Flow::Call &&
                 !(in.direct_call && facts.never_returns && facts.never_returns(in.target));
@@ -457,13 +487,12 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
             // Alignment padding after a ret or jump is never run.
             if (insns[k].padding) continue;
             const bool first_time = !reached(k);
-            const Instruction* call = k > 0 && insns[k - 1].flow == Flow::Call ? &insns[k - 1]
-                                                                                : nullptr;
-            const bool after_call =
-                !first_time && call != nullptr &&
-                !(call->direct_call &&
-                  ((facts.returns && facts.returns(call->target)) ||
-                   (facts.never_returns && facts.never_returns(call->target))));
+            const Instruction* call =
+                k > 0 && insns[k - 1].flow == Flow::Call ? &insns[k - 1] : nullptr;
+            const bool after_call = !first_time && call != nullptr &&
+                                    !(call->direct_call &&
+                                      ((facts.returns && facts.returns(call->target)) ||
+                                       (facts.never_returns && facts.never_returns(call->target))));
             if (!first_time && !is_seed[k] && !after_call) continue;
             if (first_time) {
                 is_seed[k] = true;

@@ -78,7 +78,8 @@ CallEnd call_end(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uin
         // is where it does.
         if (in.returns) return CallEnd::Returns;
         const bool jumps = in.flow == detail::Flow::Jump || in.flow == detail::Flow::Branch;
-        if (in.flow == detail::Flow::Indirect || (jumps && (in.target < target || in.target >= end)))
+        if (in.flow == detail::Flow::Indirect ||
+            (jumps && (in.target < target || in.target >= end)))
             leaves = true;
     }
     return leaves ? CallEnd::Unknown : CallEnd::NeverReturns;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "fde_list.hpp"
 
+#include "sfunwind/elf/eh_encoding.hpp"
+
 #include <cstdio>
 #include <cstring>
 #include <dwarf.h>
@@ -13,34 +15,6 @@ namespace {
 
 bool fits(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
     return offset <= total && size <= total - offset;
-}
-
-// LEB128 (DWARF 5 section 7.6), at most 10 bytes for 64 bits.
-std::optional<std::uint64_t> read_leb(const ByteView& view, std::uint64_t& pos, bool is_signed) {
-    std::uint64_t result = 0;
-    unsigned shift = 0;
-    for (unsigned i = 0; i < 10; ++i) {
-        std::uint8_t byte = 0;
-        if (!view.load(pos, byte)) return std::nullopt;
-        ++pos;
-        if (shift < 64) result |= std::uint64_t{byte & 0x7fU} << shift;
-        shift += 7;
-        if ((byte & 0x80U) == 0) {
-            if (is_signed && shift < 64 && (byte & 0x40U) != 0)
-                result |= ~std::uint64_t{0} << shift;
-            return result;
-        }
-    }
-    return std::nullopt;
-}
-
-template <typename T>
-std::optional<std::uint64_t> read_fixed(const ByteView& view, std::uint64_t& pos) {
-    T v{};
-    if (!view.load(pos, v)) return std::nullopt;
-    pos += sizeof(T);
-    // Signed types sign-extend here, which pcrel arithmetic relies on.
-    return static_cast<std::uint64_t>(v);
 }
 
 // The CIE facts the FDE address fields depend on.
@@ -81,8 +55,8 @@ CieInfo cie_info(const Dwarf_CIE& cie, ByteOrder order) {
             ++pos;
             std::string why;
             // The personality pointer is only skipped: its format gives its size.
-            if (!read_encoded(data, pos, static_cast<std::uint8_t>(enc & 0x0fU), 0, std::nullopt,
-                              why)) {
+            if (!elf::read_encoded(data, pos, static_cast<std::uint8_t>(enc & 0x0fU), 0,
+                                   std::nullopt, why)) {
                 info.unreadable = "personality pointer: " + why;
                 return info;
             }
@@ -104,67 +78,6 @@ CieInfo cie_info(const Dwarf_CIE& cie, ByteOrder order) {
 }
 
 } // namespace
-
-std::optional<std::uint64_t> read_encoded(const ByteView& view, std::uint64_t& pos,
-                                          std::uint8_t encoding, std::uint64_t view_vaddr,
-                                          std::optional<std::uint64_t> datarel_base,
-                                          std::string& why) {
-    if (encoding == DW_EH_PE_omit) {
-        why = "omitted pointer (DW_EH_PE_omit)";
-        return std::nullopt;
-    }
-    const std::uint64_t field_vaddr = view_vaddr + pos;
-    std::optional<std::uint64_t> value;
-    switch (encoding & 0x0fU) {
-    case DW_EH_PE_absptr:
-        value = read_fixed<std::uint64_t>(view, pos);
-        break; // 64-bit ELF only
-    case DW_EH_PE_uleb128:
-        value = read_leb(view, pos, false);
-        break;
-    case DW_EH_PE_udata2:
-        value = read_fixed<std::uint16_t>(view, pos);
-        break;
-    case DW_EH_PE_udata4:
-        value = read_fixed<std::uint32_t>(view, pos);
-        break;
-    case DW_EH_PE_udata8:
-        value = read_fixed<std::uint64_t>(view, pos);
-        break;
-    case DW_EH_PE_sleb128:
-        value = read_leb(view, pos, true);
-        break;
-    case DW_EH_PE_sdata2:
-        value = read_fixed<std::int16_t>(view, pos);
-        break;
-    case DW_EH_PE_sdata4:
-        value = read_fixed<std::int32_t>(view, pos);
-        break;
-    case DW_EH_PE_sdata8:
-        value = read_fixed<std::int64_t>(view, pos);
-        break;
-    default:
-        why = "unknown pointer format " + to_hex(encoding & 0x0fU);
-        return std::nullopt;
-    }
-    if (!value) {
-        why = "pointer runs past the end of its entry";
-        return std::nullopt;
-    }
-    switch (encoding & 0x70U) {
-    case DW_EH_PE_absptr:
-        return value;
-    case DW_EH_PE_pcrel:
-        return *value + field_vaddr;
-    case DW_EH_PE_datarel:
-        if (datarel_base) return *value + *datarel_base;
-        break;
-    default:
-        break;
-    }
-    why = "pointer application " + to_hex(encoding & 0x70U) + " is not read by sfunwind";
-    return std::nullopt;
-}
 
 std::optional<CfiBytes> eh_frame_bytes(const elf::ElfFile& file, std::vector<Error>& errors) {
     if (const elf::SectionInfo* s = file.section(".eh_frame")) {
@@ -205,7 +118,7 @@ std::optional<CfiBytes> eh_frame_bytes(const elf::ElfFile& file, std::vector<Err
         if (version != 1) return fail("unknown .eh_frame_hdr version " + std::to_string(version));
         std::uint64_t pos = 4;
         std::string why;
-        const auto target = read_encoded(hdr, pos, enc, p.vaddr, p.vaddr, why);
+        const auto target = elf::read_encoded(hdr, pos, enc, p.vaddr, p.vaddr, why);
         if (!target) return fail("eh_frame_ptr: " + why);
         for (const auto& l : file.load_segments()) {
             if (*target < l.vaddr || *target - l.vaddr >= l.filesz) continue;
@@ -300,11 +213,11 @@ FdeListing list_fdes(const elf::ElfFile& file, const CfiBytes& cfi, Source sourc
         const ByteView fde(cfi.bytes.subspan(0, f.end), view.order());
         std::uint64_t pos = f.begin;
         std::string why;
-        const auto begin = read_encoded(fde, pos, encoding, cfi.vaddr, std::nullopt, why);
-        const auto range = begin
-                               ? read_encoded(fde, pos, static_cast<std::uint8_t>(encoding & 0x0fU),
-                                              0, std::nullopt, why)
-                               : std::nullopt;
+        const auto begin = elf::read_encoded(fde, pos, encoding, cfi.vaddr, std::nullopt, why);
+        const auto range =
+            begin ? elf::read_encoded(fde, pos, static_cast<std::uint8_t>(encoding & 0x0fU), 0,
+                                      std::nullopt, why)
+                  : std::nullopt;
         if (!begin || !range) {
             error(Errc::Unsupported, f.offset, "FDE address fields: " + why);
             continue;

@@ -39,14 +39,4 @@ struct FdeListing {
 
 FdeListing list_fdes(const elf::ElfFile& file, const CfiBytes& cfi, Source source);
 
-// Reads a DW_EH_PE-encoded pointer at `pos` (advanced past it). `pcrel` is
-// relative to the field's own address (vaddr of view byte 0 + pos);
-// `datarel_base` serves DW_EH_PE_datarel when given. Returns nullopt and sets
-// `why` for encodings sfunwind does not read, or when the field runs past
-// the view.
-std::optional<std::uint64_t> read_encoded(const ByteView& view, std::uint64_t& pos,
-                                          std::uint8_t encoding, std::uint64_t view_vaddr,
-                                          std::optional<std::uint64_t> datarel_base,
-                                          std::string& why);
-
 } // namespace sfunwind::cfi::detail

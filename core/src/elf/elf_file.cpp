@@ -175,6 +175,8 @@ struct ElfFile::Impl {
 
     // Symbols are read on first use: most callers (the unwinder) never need
     // them, and .symtab can be large.
+    mutable std::once_flag call_sites_once;
+    mutable std::unique_ptr<ExceptionCallSites> call_sites;
     mutable std::once_flag symbols_once;
     mutable std::vector<Symbol> symbols;
     // The highest address symbols[0..i] cover (inclusive, so that a symbol
@@ -814,6 +816,13 @@ std::optional<std::span<const std::uint8_t>> ElfFile::loaded_bytes(std::uint64_t
 const std::vector<Symbol>& ElfFile::function_symbols() const {
     std::call_once(impl_->symbols_once, [this] { impl_->read_symbols(); });
     return impl_->symbols;
+}
+
+const ExceptionCallSites& ElfFile::exception_call_sites() const {
+    std::call_once(impl_->call_sites_once, [this] {
+        impl_->call_sites = std::make_unique<ExceptionCallSites>(ExceptionCallSites::read(*this));
+    });
+    return *impl_->call_sites;
 }
 
 const Symbol* ElfFile::symbol_for(std::uint64_t addr) const {

@@ -100,6 +100,14 @@ struct Limits {
     std::uint64_t max_visits = 4U << 20; // instruction visits in the pass
 };
 
+// A call site of a function's exception table (the LSDA): a throw out of a
+// call whose return address - 1 lies in [begin, end) enters `landing_pad`.
+struct CallSite {
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+    std::uint64_t landing_pad = 0;
+};
+
 // What the file tells about how code no path reaches is entered.
 struct CodeFacts {
     // Exception landing pads may exist (the file has .gcc_except_table, or
@@ -116,6 +124,12 @@ struct CodeFacts {
     // pad or a switch case the fall-through does not describe. Unset: no
     // call is known to return.
     std::function<bool(std::uint64_t target)> returns;
+    // The call sites with a landing pad of the function that starts at
+    // `start`, when the file's exception tables describe it (its .eh_frame
+    // FDE and LSDA were read): then each call has an edge to its landing
+    // pad, and `landing_pads` does not apply to it. nullopt, or unset: not
+    // known.
+    std::function<std::optional<std::vector<CallSite>>(std::uint64_t start)> call_sites;
 };
 
 // How far the pass got, per function.

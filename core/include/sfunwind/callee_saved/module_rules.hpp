@@ -64,13 +64,27 @@ void add_call_facts(CodeFacts& facts, const Abi& abi, CodeAt code, RowAt rows);
 // What a module's file tells of how its code is entered (CodeFacts), the
 // one place every consumer takes it from: exception landing pads only when
 // it has .gcc_except_table (the LSDA that GCC's personality routine reads:
-// without it no call has a landing pad), and which call targets never
-// return or do (add_call_facts()).
+// without it no call has a landing pad), then each function's call sites
+// from its .eh_frame FDE's LSDA where it has one (ElfFile's
+// exception_call_sites(), read at the first use; `file` must outlive the
+// facts), and which call targets never return or do (add_call_facts()).
 template <class File>
 CodeFacts module_facts(const File& file, const Abi& abi, CodeAt code, RowAt rows) {
     CodeFacts facts;
     facts.landing_pads = file.has_section(".gcc_except_table");
     add_call_facts(facts, abi, std::move(code), std::move(rows));
+    if (facts.landing_pads) {
+        // Read at the first function analysed (elf::ExceptionCallSites).
+        facts.call_sites = [&file](std::uint64_t start) -> std::optional<std::vector<CallSite>> {
+            const auto sites = file.exception_call_sites().of(start);
+            if (!sites) return std::nullopt;
+            std::vector<CallSite> out;
+            out.reserve(sites->size());
+            for (const auto& s : *sites)
+                out.push_back({s.begin, s.end, s.landing_pad});
+            return out;
+        };
+    }
     return facts;
 }
 

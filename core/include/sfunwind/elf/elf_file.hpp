@@ -6,6 +6,7 @@
 #pragma once
 
 #include "sfunwind/abi.hpp"
+#include "sfunwind/elf/call_sites.hpp"
 #include "sfunwind/error.hpp"
 #include "sfunwind/sframe/section.hpp"
 
@@ -170,6 +171,10 @@ class ElfFile {
     // The same for a section of this file (from sections() or section()).
     std::optional<std::span<const std::uint8_t>> section_bytes(const SectionInfo& s) const;
     bool has_section(const std::string& name) const;
+
+    // The exception call sites of the functions .eh_frame describes, read
+    // at the first call (call_sites.hpp); safe from several threads.
+    const ExceptionCallSites& exception_call_sites() const;
 
     // Function symbols from .symtab and .dynsym, sorted by address.
     const std::vector<Symbol>& function_symbols() const;
