@@ -465,8 +465,10 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     if (!run()) return false;
     // Unreached code (switch cases, landing pads) starts from the body's
     // state, the meet over every call and indirect jump, including those of
-    // the code seeded this way: repeated until the body stops weakening. The
-    // SP is left to each instruction's row.
+    // the code seeded this way: repeated until the body stops weakening. Its
+    // SP and FP too, where every one of them agrees (a call returns with the
+    // SP it was made with); an instruction's row that disagrees makes its
+    // registers unknown (anchor()).
     // The instruction after a call neither known to return nor known not to
     // is such an entry too: the call may never return (a PLT call to __cxa_throw or
     // __stack_chk_fail, which never_returns() cannot see), and the compiler
@@ -481,8 +483,6 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     for (State<N> used; body.reached && !(used == body);) {
         used = body;
         State<N> seed = body;
-        seed.sp_known = false;
-        seed.fp_known = false;
         for (std::size_t k = 0; k < insns.size(); ++k) {
             // Alignment padding after a ret or jump is never run.
             if (insns[k].padding) continue;
@@ -537,7 +537,16 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
             if (k + 1 < insns.size()) continue; // its rules are the next instruction's
         }
         State<N> s = reached(k) ? before(k) : State<N>{};
-        if (const Row* r = p.row_at(k); s.reached && r != nullptr) anchor(s, *r, abi, stats);
+        if (const Row* r = p.row_at(k); s.reached && r != nullptr) {
+            anchor(s, *r, abi, stats);
+            // A CFA on another register may be another frame's: glibc's
+            // longjmp and setcontext take the jmp_buf's or ucontext's
+            // (CFA = rdi, RA = rdx), whose registers are in that buffer, not
+            // this function's caller's. Not known there (a DRAP prologue's
+            // few CFA = r10 instructions too).
+            if (!r->cfa.deref && r->cfa.reg != abi.sp_reg && r->cfa.reg != abi.fp_reg)
+                s = State<N>{};
+        }
         if (!last || !(*last == s)) {
             for (std::size_t i = 0; i < nregs; ++i) {
                 codes[i] = encode_rule(s, i, abi.red_zone);
