@@ -23,58 +23,18 @@ struct CieInfo {
     std::string unreadable; // why this CIE's FDEs cannot be read; empty when they can
 };
 
-// The 'R' augmentation gives the FDE pointer encoding (LSB "The
-// Augmentation String"); 'z' says augmentation data (of known length)
-// follows, which the other letters index into in order.
+// The FDE pointer encoding of the CIE's 'R' augmentation (absolute without
+// one). Letters after 'R' need not be readable.
 CieInfo cie_info(const Dwarf_CIE& cie, ByteOrder order) {
     CieInfo info;
     const char* aug = cie.augmentation;
-    if (aug == nullptr || *aug == '\0') return info;
-    if (aug[0] != 'z') {
-        info.unreadable = std::string("augmentation \"") + aug + "\" without 'z'";
-        return info;
-    }
+    if (aug == nullptr) return info;
     const ByteView data(
         std::span<const std::uint8_t>(cie.augmentation_data, cie.augmentation_data_size), order);
-    std::uint64_t pos = 0;
-    for (const char* c = aug + 1; *c != '\0'; ++c) {
-        std::uint8_t enc = 0;
-        switch (*c) {
-        case 'R':
-            if (!data.load(pos, info.fde_encoding))
-                info.unreadable = "augmentation data too short for 'R'";
-            return info;
-        case 'L':
-            ++pos;
-            break;
-        case 'P': {
-            if (!data.load(pos, enc)) {
-                info.unreadable = "augmentation data too short for 'P'";
-                return info;
-            }
-            ++pos;
-            std::string why;
-            // The personality pointer is only skipped: its format gives its size.
-            if (!elf::read_encoded(data, pos, static_cast<std::uint8_t>(enc & 0x0fU), 0,
-                                   std::nullopt, why)) {
-                info.unreadable = "personality pointer: " + why;
-                return info;
-            }
-            break;
-        }
-        case 'S': // signal frame
-        case 'B': // AArch64 BTI
-        case 'G': // AArch64 MTE
-            break;
-        default:
-            // Letters after 'z' that we do not know have data of unknown
-            // size: an 'R' after them cannot be found.
-            info.unreadable =
-                std::string("unknown augmentation letter '") + *c + "' in \"" + aug + "\"";
-            return info;
-        }
-    }
-    return info; // no 'R': absolute pointers
+    const elf::CieAugmentation a = elf::read_cie_augmentation(aug, data);
+    info.fde_encoding = a.fde_encoding;
+    if (!a.fde_encoding_read) info.unreadable = a.unreadable;
+    return info;
 }
 
 } // namespace

@@ -26,7 +26,7 @@ struct Cie {
     std::uint8_t lsda_encoding = DW_EH_PE_omit;
 };
 
-Cie read_cie(const ByteView& eh, std::uint64_t vaddr, std::uint64_t pos, std::uint64_t end) {
+Cie read_cie(const ByteView& eh, std::uint64_t pos, std::uint64_t end) {
     Cie cie;
     std::uint8_t version = 0;
     if (!eh.load(pos, version) || (version != 1 && version != 3)) return cie;
@@ -38,9 +38,8 @@ Cie read_cie(const ByteView& eh, std::uint64_t vaddr, std::uint64_t pos, std::ui
         augmentation.push_back(static_cast<char>(c));
     }
     if (pos >= end) return cie;
-    ++pos;                                                           // the NUL
-    if (!augmentation.empty() && augmentation[0] != 'z') return cie; // e.g. GCC 2's "eh"
-    std::string why;
+    ++pos;                                                                 // the NUL
+    if (!augmentation.empty() && augmentation[0] != 'z') return cie;       // e.g. GCC 2's "eh"
     if (!read_leb(eh, pos, false) || !read_leb(eh, pos, true)) return cie; // alignment factors
     if (version == 1) {
         ++pos; // return address column, one byte
@@ -51,33 +50,15 @@ Cie read_cie(const ByteView& eh, std::uint64_t vaddr, std::uint64_t pos, std::ui
         cie.readable = true;
         return cie;
     }
-    cie.augmented = true;
     const auto length = read_leb(eh, pos, false);
     if (!length || !eh.contains(pos, *length) || pos + *length > end) return cie;
-    for (std::size_t i = 1; i < augmentation.size(); ++i) {
-        std::uint8_t encoding = 0;
-        switch (augmentation[i]) {
-        case 'L':
-            if (!eh.load(pos++, cie.lsda_encoding)) return cie;
-            cie.has_lsda = true;
-            break;
-        case 'R':
-            if (!eh.load(pos++, cie.fde_encoding)) return cie;
-            break;
-        case 'P':
-            if (!eh.load(pos++, encoding) ||
-                !read_encoded(eh, pos, static_cast<std::uint8_t>(encoding & 0x7fU), vaddr,
-                              std::nullopt, why))
-                return cie;
-            break;
-        case 'S': // signal frame
-        case 'B': // AArch64 BTI
-        case 'G': // AArch64 MTE
-            break;
-        default:
-            return cie; // data of unknown size: what follows cannot be found
-        }
-    }
+    const CieAugmentation a =
+        read_cie_augmentation(augmentation, ByteView(eh.bytes().subspan(pos, *length), eh.order()));
+    if (!a.unreadable.empty()) return cie;
+    cie.augmented = a.fde_data;
+    cie.fde_encoding = a.fde_encoding;
+    cie.has_lsda = a.lsda_encoding.has_value();
+    cie.lsda_encoding = a.lsda_encoding.value_or(DW_EH_PE_omit);
     cie.readable = true;
     return cie;
 }
@@ -181,7 +162,7 @@ ExceptionCallSites ExceptionCallSites::read(const ElfFile& file) {
             std::uint32_t cie_id = 1;
             if (eh.load(cie_at, cie_length) && cie_length != 0xffffffffU &&
                 eh.contains(cie_at + 4, cie_length) && eh.load(cie_at + 4, cie_id) && cie_id == 0)
-                cie = read_cie(eh, eh_vaddr, cie_at + 8, cie_at + 4 + cie_length);
+                cie = read_cie(eh, cie_at + 8, cie_at + 4 + cie_length);
             it = cies.emplace(cie_at, cie).first;
         }
         const Cie& cie = it->second;

@@ -99,4 +99,59 @@ std::optional<std::uint64_t> read_encoded(const ByteView& view, std::uint64_t& p
     return std::nullopt;
 }
 
+CieAugmentation read_cie_augmentation(std::string_view augmentation, const ByteView& data) {
+    CieAugmentation a;
+    if (augmentation.empty()) return a;
+    if (augmentation[0] != 'z') {
+        a.unreadable = "augmentation \"" + std::string(augmentation) + "\" without 'z'";
+        return a;
+    }
+    a.fde_data = true;
+    std::uint64_t pos = 0;
+    for (const char c : augmentation.substr(1)) {
+        std::uint8_t encoding = 0;
+        switch (c) {
+        case 'R':
+            if (!data.load(pos++, a.fde_encoding)) {
+                a.unreadable = "augmentation data too short for 'R'";
+                return a;
+            }
+            a.fde_encoding_read = true;
+            break;
+        case 'L':
+            if (!data.load(pos++, encoding)) {
+                a.unreadable = "augmentation data too short for 'L'";
+                return a;
+            }
+            a.lsda_encoding = encoding;
+            break;
+        case 'P': {
+            if (!data.load(pos++, encoding)) {
+                a.unreadable = "augmentation data too short for 'P'";
+                return a;
+            }
+            std::string why;
+            // The personality pointer is only skipped: its format gives its size.
+            if (!read_encoded(data, pos, static_cast<std::uint8_t>(encoding & 0x0fU), 0,
+                              std::nullopt, why)) {
+                a.unreadable = "personality pointer: " + why;
+                return a;
+            }
+            break;
+        }
+        case 'S': // signal frame
+        case 'B': // AArch64 BTI
+        case 'G': // AArch64 MTE
+            break;
+        default:
+            // A letter we do not know has data of unknown size: the letters
+            // after it cannot be found.
+            a.unreadable = std::string("unknown augmentation letter '") + c + "' in \"" +
+                           std::string(augmentation) + "\"";
+            return a;
+        }
+    }
+    return a;
+}
+
 } // namespace sfunwind::elf
