@@ -39,7 +39,8 @@ int run(const Program& p, std::chrono::milliseconds budget) {
     const cs::CodeAt code = [&](std::uint64_t vaddr, std::uint64_t size) {
         return p.file.loaded_bytes(vaddr, size);
     };
-    const cs::CodeFacts facts{p.file.has_section(".gcc_except_table"), {}, {}};
+    cs::CodeFacts facts;
+    facts.landing_pads = p.file.has_section(".gcc_except_table");
 
     std::vector<sfunwind::sframe::Fde> fdes;
     for (std::uint32_t i = 0; i < section.fde_count(); ++i)
