@@ -282,6 +282,37 @@ TEST_CASE("callee-saved: a .cold part that starts with a nop under the entry row
     }
 }
 
+TEST_CASE("callee-saved: no rules where the CFA is on another register (longjmp's jmp_buf)",
+          "[callee_saved]") {
+    // glibc's __longjmp tail (Debian 12 libc 0x3be30): its rows from the
+    // register loads on put the CFA in the jmp_buf (CFA = rdi), whose
+    // registers are the caller's of that "frame", not this function's.
+    // 0: mov rbx, [rdi]; 3: mov r12, [rdi+0x10]; 7: mov rsp, r8; a: jmp rdx
+    const std::vector<std::uint8_t> code = {0x48, 0x8b, 0x1f, 0x4c, 0x8b, 0x67,
+                                            0x10, 0x4c, 0x89, 0xc4, 0xff, 0xe2};
+    constexpr std::uint16_t rdi = 5;
+    const auto rows = [](std::uint64_t pc) -> std::optional<Row> {
+        if (pc < 0x6000 || pc >= 0x600c) return std::nullopt;
+        Row r;
+        r.pc_begin = pc == 0x6000 ? 0x6000 : 0x6003;
+        r.pc_end = pc == 0x6000 ? 0x6003 : 0x600c;
+        r.cfa = pc < 0x6003 ? CfaRule{abi_amd64().sp_reg, 8, false} : CfaRule{rdi, 0, false};
+        r.ra = RegRule::at_cfa(-8);
+        return r;
+    };
+    auto f = FunctionRules::analyse(abi_amd64(), 0x6000, code, rows);
+    REQUIRE(f);
+    // Under the entry row, rbx and r12 are still the caller's.
+    CHECK(f->at(0x6000, rbx).kind == RegRule::Kind::SameValue);
+    CHECK(f->at(0x6000, r12).kind == RegRule::Kind::SameValue);
+    // Under CFA = rdi, nothing is given: r12 is not yet written at 3, and
+    // still its value is not the jmp_buf frame's.
+    for (const std::uint64_t pc : std::array<std::uint64_t, 3>{0x6003, 0x6007, 0x600a}) {
+        CHECK(f->at(pc, rbx).kind == RegRule::Kind::Undefined);
+        CHECK(f->at(pc, r12).kind == RegRule::Kind::Undefined);
+    }
+}
+
 TEST_CASE("callee-saved: a landing pad after a call not known to return takes every call's state",
           "[callee_saved]") {
     // libstdc++'s logic_error(const char*) (Debian 12, 0xce1a0) has this
