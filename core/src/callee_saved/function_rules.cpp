@@ -470,14 +470,26 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     // SP it was made with); an instruction's row that disagrees makes its
     // registers unknown (anchor()).
     // The instruction after a call neither known to return nor known not to
-    // is such an entry too: the call may never return (a PLT call to __cxa_throw or
-    // __stack_chk_fail, which never_returns() cannot see), and the compiler
-    // then places a landing
-    // pad or a switch case right after it, which the fall-through alone
-    // would give the state of an unrelated path. There the body's register
-    // facts are met with the fall-through's, which keeps its SP and FP:
-    // the unwinder enters a landing pad with the call site's SP, which the
-    // instruction's row anchors.
+    // is such an entry too: the call may never return (a PLT call to
+    // __cxa_throw or __stack_chk_fail, which never_returns() cannot see),
+    // and the compiler then places a landing pad or a switch case right
+    // after it, which the fall-through alone would give the state of an
+    // unrelated path. There the body's register facts are met with the
+    // fall-through's, which keeps its SP and FP: the unwinder enters a
+    // landing pad with the call site's SP, which the instruction's row
+    // anchors. Which calls those are is asked once, before the rounds.
+    std::vector<bool> after_unknown_call;
+    if (body.reached) {
+        after_unknown_call.assign(insns.size(), false);
+        for (std::size_t k = 1; k < insns.size(); ++k) {
+            const Instruction& call = insns[k - 1];
+            if (call.flow != Flow::Call) continue;
+            const bool known =
+                call.direct_call && ((facts.returns && facts.returns(call.target)) ||
+                                     (facts.never_returns && facts.never_returns(call.target)));
+            after_unknown_call[k] = !known;
+        }
+    }
     std::vector<bool> is_seed(insns.size(), false);
     std::uint32_t seeds = 0;
     for (State<N> used; body.reached && !(used == body);) {
@@ -487,12 +499,7 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
             // Alignment padding after a ret or jump is never run.
             if (insns[k].padding) continue;
             const bool first_time = !reached(k);
-            const Instruction* call =
-                k > 0 && insns[k - 1].flow == Flow::Call ? &insns[k - 1] : nullptr;
-            const bool after_call = !first_time && call != nullptr &&
-                                    !(call->direct_call &&
-                                      ((facts.returns && facts.returns(call->target)) ||
-                                       (facts.never_returns && facts.never_returns(call->target))));
+            const bool after_call = !first_time && after_unknown_call[k];
             if (!first_time && !is_seed[k] && !after_call) continue;
             if (first_time) {
                 is_seed[k] = true;

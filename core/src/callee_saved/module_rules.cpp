@@ -41,7 +41,7 @@ const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t si
 namespace {
 
 // How a call to the function at a target ends, as far as its rows and code
-// tell (never_returns() and returns() below).
+// tell (never_returns() below and add_call_facts()).
 enum class CallEnd : std::uint8_t { Returns, NeverReturns, Unknown };
 
 CallEnd call_end(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
@@ -115,10 +115,6 @@ void add_call_facts(CodeFacts& facts, const Abi& abi, CodeAt code, RowAt rows) {
 
 bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
     return call_end(abi, code, rows, target) == CallEnd::NeverReturns;
-}
-
-bool returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
-    return call_end(abi, code, rows, target) == CallEnd::Returns;
 }
 
 std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::uint64_t cfa,

@@ -56,9 +56,12 @@ class ModuleRules {
 };
 
 // Sets facts.never_returns and facts.returns: whether the function that
-// starts at link-time `target` never returns, or returns (never_returns()
-// and returns() below), each target's answer found once for every analysis
-// of one module. They may be called from several threads.
+// starts at link-time `target` never returns (never_returns() below), or
+// returns: a later row restores the entry CFA (an epilogue), or its code
+// holds a return instruction (the caller's compiler could not have known it
+// not to return, so the code after the call is where it does). Each
+// target's answer is found once for every analysis of one module; they may
+// be called from several threads.
 void add_call_facts(CodeFacts& facts, const Abi& abi, CodeAt code, RowAt rows);
 
 // What a module's file tells of how its code is entered (CodeFacts), the
@@ -111,11 +114,6 @@ std::unique_ptr<ModuleRules> module_rules(FilePtr file, std::shared_ptr<const Ro
 // function whose SFrame rows restore the entry CFA after its first row (an
 // epilogue: entry_cfa()), which is then not decoded.
 bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target);
-// Whether a call to the function that starts at link-time `target` returns:
-// a later row restores the entry CFA (an epilogue), or its code holds a
-// return instruction (the caller's compiler could not have known it not to
-// return, so the code after the call is where it does). Not proven: false.
-bool returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target);
 
 // The caller's value of one callee-saved register in one frame.
 struct SavedRegister {
