@@ -8,12 +8,14 @@
 #include "support.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <elf.h>
 #include <filesystem>
 #include <random>
 #include <set>
+#include <thread>
 #include <utility>
 
 using namespace sfunwind;
@@ -425,6 +427,43 @@ TEST_CASE("ElfFile is movable and its libelf handle survives the move", "[elf]")
     CHECK(other.libelf_handle() == handle);
     CHECK(other.find_sframe()->vaddr == 0x21e0);
     CHECK(other.section_bytes(".eh_frame")->size() == 0x178);
+}
+
+TEST_CASE("threads reading a file's code at once each get the file's bytes, read once",
+          "[elf]") {
+    // What a module's translation does: threads ask for functions' code
+    // that other threads may be reading or have read.
+    const auto path = test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47";
+    const auto whole = test::read_bytes(path);
+    auto f = elf::ElfFile::open(path.string());
+    REQUIRE(f);
+    const auto& text = *f->section(".text");
+    const auto& syms = f->function_symbols();
+    REQUIRE(syms.size() > 1000);
+    std::atomic<std::size_t> wrong{0};
+    std::atomic<std::size_t> checked{0};
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            // Each thread walks every function, from its own place.
+            for (std::size_t n = 0; n < syms.size(); ++n) {
+                const elf::Symbol& fn = syms[(n + t * syms.size() / 4) % syms.size()];
+                if (fn.size == 0 || fn.value < text.vaddr ||
+                    fn.value + fn.size > text.vaddr + text.size)
+                    continue;
+                const auto code = f->loaded_bytes(fn.value, fn.size);
+                const auto at = static_cast<long>(text.offset + (fn.value - text.vaddr));
+                if (!code || !std::equal(code->begin(), code->end(), whole.begin() + at))
+                    ++wrong;
+                ++checked;
+            }
+        });
+    for (auto& t : threads)
+        t.join();
+    CHECK(checked.load() > 4000);
+    CHECK(wrong.load() == 0);
+    // Every byte is read from the file once at most.
+    CHECK(f->bytes_read() <= whole.size());
 }
 
 TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[elf]") {

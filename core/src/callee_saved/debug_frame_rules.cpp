@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -211,9 +212,21 @@ cfi::CalleeSavedRules debug_frame_rules(const sframe::Section& section, CodeAt c
                                         unsigned threads, CodeFacts facts) {
     std::vector<FunctionRange> functions;
     functions.reserve(section.fde_count());
+    std::uint64_t low = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t high = 0;
+    std::uint64_t covered = 0;
     for (std::uint32_t i = 0; i < section.fde_count(); ++i)
-        if (auto fde = section.fde(i); fde && fde->pc_type != sframe::PcType::Mask)
+        if (auto fde = section.fde(i); fde && fde->pc_type != sframe::PcType::Mask) {
             functions.push_back({fde->start, fde->size});
+            low = std::min(low, fde->start);
+            high = std::max(high, fde->end());
+            covered += fde->size;
+        }
+    // Every function's code is read: at once, where the functions fill most
+    // of their range, rather than a piece per function (a reader that
+    // reads on demand, elf::ElfFile, then reads it in one go instead of
+    // thousands; nothing when the range is not one piece of the file).
+    if (high > low && covered >= (high - low) / 2) (void)code(low, high - low);
     return debug_frame_rules(section.abi(), std::move(code), rows_from(&section),
                              std::move(functions), threads, std::move(facts));
 }

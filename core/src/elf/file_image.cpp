@@ -57,6 +57,7 @@ FileImage& FileImage::operator=(FileImage&& other) noexcept {
     mtime_nsec_ = other.mtime_nsec_;
     const std::lock_guard<std::mutex> lock(other.mutex_);
     present_ = std::move(other.present_);
+    chunks_ = std::exchange(other.chunks_, 0);
     resident_ = std::exchange(other.resident_, 0);
     error_ = std::move(other.error_);
     return *this;
@@ -74,7 +75,8 @@ void FileImage::release() noexcept {
 
 bool FileImage::allocate(std::size_t size) {
     release();
-    present_.assign((size + chunk - 1) / chunk, false);
+    chunks_ = (size + chunk - 1) / chunk;
+    present_ = std::make_unique<std::atomic<bool>[]>(chunks_); // all false
     resident_ = 0;
     if (size == 0) return true;
     // Anonymous pages cost nothing until written: only the chunks read
@@ -90,7 +92,8 @@ bool FileImage::allocate(std::size_t size) {
 void FileImage::assign(std::span<const std::uint8_t> bytes) {
     if (!allocate(bytes.size())) throw std::bad_alloc();
     if (!bytes.empty()) std::memcpy(data_, bytes.data(), bytes.size());
-    present_.assign(present_.size(), true);
+    for (std::size_t c = 0; c < chunks_; ++c)
+        present_[c].store(true, std::memory_order_relaxed);
     resident_ = size_;
     path_.clear();
 }
@@ -139,17 +142,18 @@ bool FileImage::open(const std::string& path, std::string& error) {
 bool FileImage::ensure(std::uint64_t offset, std::uint64_t length) const {
     if (offset >= size_ || length == 0) return true;
     const std::uint64_t end = offset + std::min<std::uint64_t>(length, size_ - offset);
+    if (all_present(offset, end)) return true;
     const std::lock_guard<std::mutex> lock(mutex_);
     const std::size_t first = static_cast<std::size_t>(offset / chunk);
     const std::size_t last = static_cast<std::size_t>((end - 1) / chunk);
     std::size_t i = first;
     while (i <= last) {
-        if (present_[i]) {
+        if (present_[i].load(std::memory_order_relaxed)) {
             ++i;
             continue;
         }
         std::size_t j = i;
-        while (j + 1 <= last && !present_[j + 1])
+        while (j + 1 <= last && !present_[j + 1].load(std::memory_order_relaxed))
             ++j;
         if (!fill(i, j)) return false;
         i = j + 1;
@@ -179,22 +183,22 @@ bool FileImage::fill(std::size_t first_chunk, std::size_t last_chunk) const {
     const std::uint64_t from = std::uint64_t{first_chunk} * chunk;
     const std::uint64_t to = std::min<std::uint64_t>(std::uint64_t{last_chunk + 1} * chunk, size_);
     if (!read_fully(file.fd, data_ + from, static_cast<std::size_t>(to - from), from)) return false;
+    // Published after the bytes: a reader that sees the bit sees them.
     for (std::size_t c = first_chunk; c <= last_chunk; ++c)
-        present_[c] = true;
+        present_[c].store(true, std::memory_order_release);
     resident_ += static_cast<std::size_t>(to - from);
     return true;
 }
 
 bool FileImage::all_present(std::uint64_t offset, std::uint64_t end) const {
     for (auto c = static_cast<std::size_t>(offset / chunk); c <= (end - 1) / chunk; ++c)
-        if (!present_[c]) return false;
+        if (!present_[c].load(std::memory_order_acquire)) return false;
     return true;
 }
 
 bool FileImage::has(std::uint64_t offset, std::uint64_t length) const {
     if (offset >= size_ || length == 0) return true;
     const std::uint64_t end = offset + std::min<std::uint64_t>(length, size_ - offset);
-    const std::lock_guard<std::mutex> lock(mutex_);
     return all_present(offset, end);
 }
 

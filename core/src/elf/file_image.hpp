@@ -14,9 +14,11 @@
 // of a rebuilt file are never mixed with the old ones.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -73,8 +75,7 @@ class FileImage {
     // The file at path_ opened again, if it is still the one open() saw;
     // -1 with error_ set otherwise. The caller holds mutex_.
     int reopen() const;
-    // Whether chunks [offset, end) are read (end > offset). The caller holds
-    // mutex_.
+    // Whether the chunks of bytes [offset, end) are read (end > offset).
     bool all_present(std::uint64_t offset, std::uint64_t end) const;
     // pread() of n bytes at `at`, all of them, into `out`; else false with
     // error_ set. The caller holds mutex_.
@@ -88,7 +89,12 @@ class FileImage {
     std::int64_t mtime_sec_ = 0, mtime_nsec_ = 0;
 
     mutable std::mutex mutex_;
-    mutable std::vector<bool> present_; // per chunk
+    // Per chunk: read. Set under mutex_ after the chunk's bytes are written
+    // (release), and tested without it (acquire): the analysis's threads ask
+    // for code that is almost always read already, and a lock per request
+    // made them wait on each other (futex calls in a module's translation).
+    mutable std::unique_ptr<std::atomic<bool>[]> present_;
+    std::size_t chunks_ = 0;
     mutable std::size_t resident_ = 0;
     mutable std::string error_;
 };
