@@ -5,7 +5,6 @@
 #include "instruction.hpp"
 
 #include <algorithm>
-#include <deque>
 #include <limits>
 
 namespace sfunwind::callee_saved {
@@ -41,7 +40,17 @@ template <std::size_t N> struct State {
     std::uint32_t copy_valid = 0;
     std::array<std::uint16_t, N> copy{};
 
-    bool operator==(const State&) const = default;
+    // Member by member, as the default would, without the library calls
+    // GCC makes for the arrays (memcmp was 4 % of a module's translation).
+    bool operator==(const State& o) const noexcept {
+        if (reached != o.reached || sp_known != o.sp_known || fp_known != o.fp_known ||
+            sp != o.sp || fp != o.fp || intact != o.intact || slot_valid != o.slot_valid ||
+            alt_valid != o.alt_valid || copy_valid != o.copy_valid)
+            return false;
+        for (std::size_t i = 0; i < N; ++i)
+            if (slot[i] != o.slot[i] || alt[i] != o.alt[i] || copy[i] != o.copy[i]) return false;
+        return true;
+    }
 };
 
 // The facts that hold on both paths.
@@ -357,9 +366,65 @@ struct Solution {
     std::vector<std::uint32_t> never_run;
 };
 
+// The pass's per-instruction vectors for states of N registers.
+template <std::size_t N> struct StateScratch {
+    std::vector<State<N>> states;
+};
+
+} // namespace
+
+// What an analysis works in besides its result: every vector is sized anew
+// for each function (assign, clear), and an Analyser keeps the set between
+// functions, so that their memory is allocated once per thread.
+struct detail::AnalysisScratch {
+    Code decoded;
+    std::vector<Row> seen;
+    std::vector<std::uint32_t> row_of;
+    std::vector<std::uint32_t> state_of;
+    std::vector<std::uint32_t> work; // a ring: each instruction is queued once at a time
+    std::vector<std::uint8_t> queued;
+    std::vector<std::uint32_t> pad_of;
+    std::vector<std::uint8_t> after_unknown_call;
+    std::vector<std::uint8_t> is_seed;
+    std::vector<std::int32_t> codes;
+    Solution solution;
+    StateScratch<5> five;
+    StateScratch<FunctionRules::max_registers> wide;
+
+    template <std::size_t N> std::vector<State<N>>& states() {
+        if constexpr (N == 5)
+            return five.states;
+        else
+            return wide.states;
+    }
+
+    // Heap bytes held.
+    std::size_t capacity_bytes() const noexcept {
+        return decoded.instructions.capacity() * sizeof(Instruction) +
+               decoded.accesses.capacity() * sizeof(detail::RegisterAccess) +
+               seen.capacity() * sizeof(Row) +
+               (row_of.capacity() + state_of.capacity() + work.capacity() + pad_of.capacity() +
+                solution.change_offsets.capacity() + solution.never_run.capacity()) *
+                   sizeof(std::uint32_t) +
+               queued.capacity() + after_unknown_call.capacity() + is_seed.capacity() +
+               (codes.capacity() + solution.change_codes.capacity()) * sizeof(std::int32_t) +
+               five.states.capacity() * sizeof(State<5>) +
+               wide.states.capacity() * sizeof(State<FunctionRules::max_registers>);
+    }
+};
+
+namespace {
+
+using detail::AnalysisScratch;
+
 // The data-flow pass with states of N registers (N >= p.registers.size()).
 // False when it takes more than the limit's visits.
-template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) {
+template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch& scratch) {
+    Solution& out = scratch.solution;
+    out.width = 0;
+    out.change_offsets.clear();
+    out.change_codes.clear();
+    out.never_run.clear();
     const std::vector<Instruction>& insns = p.decoded.instructions;
     const std::size_t nregs = p.registers.size();
     const Abi& abi = p.abi;
@@ -368,18 +433,29 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     // `states` in the order instructions are first reached (an unreached
     // one costs 4 bytes of `state_of` and no zero-filled state).
     constexpr std::uint32_t unreached = std::numeric_limits<std::uint32_t>::max();
-    std::vector<std::uint32_t> state_of(insns.size(), unreached);
-    std::vector<State<N>> states;
+    std::vector<std::uint32_t>& state_of = scratch.state_of;
+    state_of.assign(insns.size(), unreached);
+    std::vector<State<N>>& states = scratch.states<N>();
+    states.clear();
     states.reserve(insns.size());
     auto reached = [&](std::size_t k) { return state_of[k] != unreached; };
     auto before = [&](std::size_t k) -> State<N>& { return states[state_of[k]]; };
 
-    std::deque<std::size_t> work;
-    std::vector<bool> queued(insns.size(), false);
+    // First in, first out: a ring of one place per instruction, as an
+    // instruction is queued at most once at a time.
+    std::vector<std::uint32_t>& work = scratch.work;
+    if (work.size() < insns.size()) work.resize(insns.size());
+    std::size_t work_head = 0;
+    std::size_t work_count = 0;
+    std::vector<std::uint8_t>& queued = scratch.queued;
+    queued.assign(insns.size(), 0);
     auto enqueue = [&](std::size_t to) {
-        if (!queued[to]) {
-            queued[to] = true;
-            work.push_back(to);
+        if (queued[to] == 0) {
+            queued[to] = 1;
+            std::size_t at = work_head + work_count;
+            if (at >= insns.size()) at -= insns.size();
+            work[at] = static_cast<std::uint32_t>(to);
+            ++work_count;
         }
     };
     // `s` is reached: an unreached instruction takes it as it is (the meet
@@ -414,7 +490,8 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     // reaches, with its state (`body`, below). A pad that is not one of the
     // decoded instructions leaves the table unused.
     constexpr std::uint32_t no_pad = std::numeric_limits<std::uint32_t>::max();
-    std::vector<std::uint32_t> pad_of;
+    std::vector<std::uint32_t>& pad_of = scratch.pad_of;
+    pad_of.clear();
     if (facts.call_sites && !insns.empty()) {
         if (const auto sites = facts.call_sites(p.start)) {
             pad_of.assign(insns.size(), no_pad);
@@ -440,11 +517,12 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     // where unreached code is entered from.
     State<N> body;
     auto run = [&]() -> bool {
-        while (!work.empty()) {
+        while (work_count != 0) {
             if (++stats.visits > p.limits.max_visits) return false;
-            const std::size_t k = work.front();
-            work.pop_front();
-            queued[k] = false;
+            const std::size_t k = work[work_head];
+            if (++work_head == insns.size()) work_head = 0;
+            --work_count;
+            queued[k] = 0;
             State<N> s = before(k);
             if (const Row* r = p.row_at(k)) anchor(s, *r, abi, stats);
             const Instruction& in = insns[k];
@@ -478,19 +556,21 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     // fall-through's, which keeps its SP and FP: the unwinder enters a
     // landing pad with the call site's SP, which the instruction's row
     // anchors. Which calls those are is asked once, before the rounds.
-    std::vector<bool> after_unknown_call;
+    std::vector<std::uint8_t>& after_unknown_call = scratch.after_unknown_call;
+    after_unknown_call.clear();
     if (body.reached) {
-        after_unknown_call.assign(insns.size(), false);
+        after_unknown_call.assign(insns.size(), 0);
         for (std::size_t k = 1; k < insns.size(); ++k) {
             const Instruction& call = insns[k - 1];
             if (call.flow != Flow::Call) continue;
             const bool known =
                 call.direct_call && ((facts.returns && facts.returns(call.target)) ||
                                      (facts.never_returns && facts.never_returns(call.target)));
-            after_unknown_call[k] = !known;
+            after_unknown_call[k] = known ? 0 : 1;
         }
     }
-    std::vector<bool> is_seed(insns.size(), false);
+    std::vector<std::uint8_t>& is_seed = scratch.is_seed;
+    is_seed.assign(insns.size(), 0);
     std::uint32_t seeds = 0;
     for (State<N> used; body.reached && !(used == body);) {
         used = body;
@@ -499,13 +579,13 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
             // Alignment padding after a ret or jump is never run.
             if (insns[k].padding) continue;
             const bool first_time = !reached(k);
-            const bool after_call = !first_time && after_unknown_call[k];
-            if (!first_time && !is_seed[k] && !after_call) continue;
+            const bool after_call = !first_time && after_unknown_call[k] != 0;
+            if (!first_time && is_seed[k] == 0 && !after_call) continue;
             if (first_time) {
-                is_seed[k] = true;
+                is_seed[k] = 1;
                 ++seeds;
             }
-            if (after_call && !is_seed[k]) {
+            if (after_call && is_seed[k] == 0) {
                 const State<N>& fall = before(k);
                 State<N> entry = seed;
                 entry.sp_known = fall.sp_known;
@@ -526,7 +606,8 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, Solution& out) 
     const bool copies =
         std::any_of(insns.begin(), insns.end(), [](const Instruction& in) { return in.copies; });
     out.width = (copies ? 3 : 2) * nregs;
-    std::vector<std::int32_t> codes(out.width);
+    std::vector<std::int32_t>& codes = scratch.codes;
+    codes.assign(out.width, 0);
     // The codes are a function of the state: an instruction whose state is
     // its predecessor's has its codes.
     // Padding no path runs takes the rules of the instruction after it: a
@@ -589,10 +670,13 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
                                                std::span<const std::uint8_t> code,
                                                const RowAt& rows, const Limits& limits,
                                                const CodeFacts& facts) {
-    return analyse(abi, start, code, rows, limits, facts, nullptr);
+    detail::AnalysisScratch scratch;
+    return analyse(abi, start, code, rows, limits, facts, nullptr, scratch);
 }
 
-Analyser::Analyser() : memo_(std::make_unique<detail::DecodeMemo>()) {}
+Analyser::Analyser()
+    : memo_(std::make_unique<detail::DecodeMemo>()),
+      scratch_(std::make_unique<detail::AnalysisScratch>()) {}
 Analyser::~Analyser() = default;
 Analyser::Analyser(Analyser&&) noexcept = default;
 Analyser& Analyser::operator=(Analyser&&) noexcept = default;
@@ -600,13 +684,20 @@ Analyser& Analyser::operator=(Analyser&&) noexcept = default;
 Expected<FunctionRules> Analyser::analyse(const Abi& abi, std::uint64_t start,
                                           std::span<const std::uint8_t> code, const RowAt& rows,
                                           const Limits& limits, const CodeFacts& facts) {
-    return FunctionRules::analyse(abi, start, code, rows, limits, facts, memo_.get());
+    if (!scratch_) scratch_ = std::make_unique<detail::AnalysisScratch>(); // moved from
+    auto out = FunctionRules::analyse(abi, start, code, rows, limits, facts, memo_.get(), *scratch_);
+    // A function far bigger than most (a generated parser's) leaves no
+    // lasting cost: past 4 MiB the vectors are given back.
+    constexpr std::size_t kept_bytes = std::size_t{4} << 20;
+    if (scratch_->capacity_bytes() > kept_bytes) *scratch_ = detail::AnalysisScratch{};
+    return out;
 }
 
 Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t start,
                                                std::span<const std::uint8_t> code,
                                                const RowAt& rows, const Limits& limits,
-                                               const CodeFacts& facts, detail::DecodeMemo* memo) {
+                                               const CodeFacts& facts, detail::DecodeMemo* memo,
+                                               detail::AnalysisScratch& scratch) {
     if (!supported(abi))
         return Error(Errc::Unsupported,
                      "callee-saved registers are not recovered from " + std::string(abi.name) +
@@ -626,7 +717,9 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     out.registers_ = untracked_callee_saved(abi);
     const std::size_t nregs = std::min(out.registers_.size(), max_registers);
 
-    Code decoded;
+    Code& decoded = scratch.decoded;
+    decoded.instructions.clear();
+    decoded.accesses.clear();
     // About 4 bytes an instruction (x86-64's mean, AArch64's size): one
     // allocation for most functions, where growing by doubling copies.
     decoded.instructions.reserve(code.size() / 4 + 1);
@@ -648,8 +741,10 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
     // (RowAt), so the instructions up to there share it. row_of[k] indexes
     // `seen`, or is no_row.
     constexpr std::uint32_t no_row = Pass::no_row;
-    std::vector<Row> seen;
-    std::vector<std::uint32_t> row_of(insns.size(), no_row);
+    std::vector<Row>& seen = scratch.seen;
+    seen.clear();
+    std::vector<std::uint32_t>& row_of = scratch.row_of;
+    row_of.assign(insns.size(), no_row);
     for (std::size_t k = 0; k < insns.size(); ++k) {
         const std::uint64_t pc = insns[k].address;
         if (k > 0 && row_of[k - 1] != no_row && pc > insns[k - 1].address &&
@@ -675,22 +770,20 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
 
     const Pass pass{abi,   decoded,     seen,  row_of, out.offsets_,
                     start, code.size(), facts, limits, out.registers_.first(nregs)};
-    Solution solution;
-    const bool solved = nregs <= 5 ? solve<5>(pass, out.stats_, solution)
-                                   : solve<max_registers>(pass, out.stats_, solution);
+    const bool solved = nregs <= 5 ? solve<5>(pass, out.stats_, scratch)
+                                   : solve<max_registers>(pass, out.stats_, scratch);
     if (!solved)
         return Error(Errc::Unsupported,
                      "function at " + to_hex(start) + ": the analysis took more than " +
                          std::to_string(limits.max_visits) + " steps",
                      Address{start});
+    // The table, in vectors of its own size.
+    const Solution& solution = scratch.solution;
     out.stride_ = nregs;
     out.width_ = solution.width;
-    out.change_offsets_ = std::move(solution.change_offsets);
-    out.change_codes_ = std::move(solution.change_codes);
-    out.never_run_ = std::move(solution.never_run);
-    out.change_offsets_.shrink_to_fit();
-    out.change_codes_.shrink_to_fit();
-    out.never_run_.shrink_to_fit();
+    out.change_offsets_.assign(solution.change_offsets.begin(), solution.change_offsets.end());
+    out.change_codes_.assign(solution.change_codes.begin(), solution.change_codes.end());
+    out.never_run_.assign(solution.never_run.begin(), solution.never_run.end());
     return out;
 }
 
