@@ -53,6 +53,7 @@ void DecodeMemo::track(MemoDecoder decoder, std::span<const std::uint16_t> track
     entries_.clear();
     filled_ = 0;
     lengths_.clear();
+    pairs_.fill(0);
     single_.fill(false);
     tracked_count_ = std::min(tracked.size(), tracked_.size());
     std::copy_n(tracked.begin(), tracked_count_, tracked_.begin());
@@ -96,29 +97,33 @@ void DecodeMemo::grow() {
     rebuild_lengths();
 }
 
-std::size_t DecodeMemo::length_slot(std::uint8_t b0, std::uint8_t b1) const noexcept {
-    // An odd multiplier permutes the 2^16 starts, so that the table of every
-    // start (shift 0) is exact and a smaller one takes the product's high
-    // bits, which every bit of both bytes reaches.
-    constexpr std::uint32_t odd = 0x9e37;
-    const std::uint32_t start = std::uint32_t{b0} | std::uint32_t{b1} << 8;
-    return static_cast<std::size_t>(((start * odd) & 0xffffU) >> lengths_shift_);
+std::size_t DecodeMemo::length_slot(std::uint8_t b0, std::uint8_t b1,
+                                    std::uint8_t b2) const noexcept {
+    // Fibonacci hashing of the three bytes: the product's high bits, which
+    // every bit of them reaches.
+    const std::uint32_t start =
+        std::uint32_t{b0} | std::uint32_t{b1} << 8 | std::uint32_t{b2} << 16;
+    return static_cast<std::size_t>((start * 0x9e3779b1U) >> lengths_shift_);
 }
 
 void DecodeMemo::note_length(std::span<const std::uint8_t> encoding) {
-    if (encoding.size() == 1)
+    if (encoding.size() == 1) {
         single_[encoding[0]] = true;
-    else
-        lengths_[length_slot(encoding[0], encoding[1])] |=
+    } else if (encoding.size() == 2) {
+        const unsigned pair = encoding[0] | unsigned{encoding[1]} << 8;
+        pairs_[pair / 64] |= std::uint64_t{1} << (pair % 64);
+    } else {
+        lengths_[length_slot(encoding[0], encoding[1], encoding[2])] |=
             static_cast<std::uint16_t>(1U << encoding.size());
+    }
 }
 
 void DecodeMemo::rebuild_lengths() {
     const unsigned lengths_bits = std::min(16U, table_bits_ + 2);
-    lengths_shift_ = 16 - lengths_bits;
+    lengths_shift_ = 32 - lengths_bits;
     lengths_.assign(std::size_t{1} << lengths_bits, 0);
     for (const Entry& e : entries_)
-        if (e.size() >= 2) note_length(e.encoding());
+        if (e.size() >= 3) note_length(e.encoding());
 }
 
 bool DecodeMemo::pack(const Instruction& in, std::span<const RegisterAccess> accesses,
@@ -191,7 +196,11 @@ std::size_t DecodeMemo::lookup(std::uint64_t address, std::span<const std::uint8
                                Code& out) {
     // Lengths 1 and up to max_encoding: those whose first bytes have had one.
     std::uint32_t lengths = single_[code[0]] ? 1U << 1 : 0U;
-    if (code.size() >= 2) lengths |= lengths_[length_slot(code[0], code[1])];
+    if (code.size() >= 2) {
+        const unsigned pair = code[0] | unsigned{code[1]} << 8;
+        if ((pairs_[pair / 64] >> (pair % 64) & 1U) != 0) lengths |= 1U << 2;
+    }
+    if (code.size() >= 3) lengths |= lengths_[length_slot(code[0], code[1], code[2])];
     const std::size_t longest = std::min(code.size(), max_encoding);
     // An entry's key, compared with the code's first n bytes and n.
     static_assert(max_encoding + 1 == 16);

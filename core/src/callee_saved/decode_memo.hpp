@@ -130,8 +130,8 @@ class DecodeMemo {
     bool store(const Entry& packed, std::uint64_t hash);
     // Doubles the table, keeping every entry.
     void grow();
-    // The lengths_ slot of an encoding that starts with b0 b1.
-    std::size_t length_slot(std::uint8_t b0, std::uint8_t b1) const noexcept;
+    // The lengths_ slot of an encoding that starts with b0 b1 b2.
+    std::size_t length_slot(std::uint8_t b0, std::uint8_t b1, std::uint8_t b2) const noexcept;
     // Notes that an encoding of that size starts with its first bytes.
     void note_length(std::span<const std::uint8_t> encoding);
     // Sizes lengths_ to the table and notes every entry's length in it.
@@ -145,14 +145,18 @@ class DecodeMemo {
     unsigned table_bits_ = 0; // the table's size now: 2^table_bits_ entries
     std::size_t filled_ = 0;  // its entries in use
     std::vector<Entry> entries_;
-    // Bit n of lengths_[length_slot(b0, b1)]: an encoding of n bytes starting
-    // with b0 b1, or with another start of the same slot, was remembered
-    // (its entry may since have been replaced); 2^(table_bits_ + 2) slots,
-    // one per start (2^16) when the table is 2^14 or more;
-    // single_[b0]: the 1-byte encoding b0 was. They spare looking up lengths
-    // no encoding with those first bytes has.
+    // Bit n of lengths_[length_slot(b0, b1, b2)]: an encoding of n >= 3
+    // bytes starting with b0 b1 b2, or with another start of the same slot,
+    // was remembered (its entry may since have been replaced);
+    // 2^(table_bits_ + 2) slots, 2^16 at most. Three bytes, as x86-64's
+    // length is mostly told by its ModRM byte, which follows a REX prefix
+    // and the opcode: with two, a lookup tried 2-3 lengths before the one
+    // that matched. pairs_ bit b0 | b1 << 8: the 2-byte encoding b0 b1
+    // was; single_[b0]: the 1-byte encoding b0 was. They spare looking up
+    // lengths no encoding with those first bytes has.
     std::vector<std::uint16_t> lengths_;
-    unsigned lengths_shift_ = 16; // length_slot()'s shift: 16 - log2(lengths_.size())
+    unsigned lengths_shift_ = 32; // length_slot()'s shift: 32 - log2(lengths_.size())
+    std::array<std::uint64_t, 1024> pairs_{};
     std::array<bool, 256> single_{};
     MemoDecoder decoder_ = MemoDecoder::None;
     std::array<std::uint16_t, 32> tracked_{};
