@@ -192,6 +192,12 @@ TEST_CASE("write_debug_frame: no callee-saved rules writes what no callback writ
               return std::vector<cfi::CalleeSavedChange>{
                   {start, std::vector<RegRule>(1, RegRule::same_value())}};
           }) == plain);
+    // Longer than any ABI's list: its length alone is kept, and refused.
+    CHECK(plt_frame([](std::uint64_t start, std::uint64_t) {
+              return std::vector<cfi::CalleeSavedChange>{
+                  {start, std::vector<RegRule>(max_untracked_callee_saved + 1,
+                                               RegRule::same_value())}};
+          }) == plain);
     CHECK(plt_frame([n](std::uint64_t start, std::uint64_t) {
               return std::vector<cfi::CalleeSavedChange>{
                   {start + 1, std::vector<RegRule>(n, RegRule::same_value())},

@@ -15,19 +15,27 @@ namespace sfunwind::callee_saved {
 std::vector<cfi::CalleeSavedChange> debug_frame_changes(const FunctionRules& rules,
                                                         std::uint64_t end) {
     std::vector<cfi::CalleeSavedChange> out;
-    const std::size_t n = rules.registers().size();
-    std::vector<RegRule> now(n);
+    const std::size_t n = std::min(rules.registers().size(), max_untracked_callee_saved);
+    std::array<RegRule, max_untracked_callee_saved> now{};
+    const std::span<const RegRule> rules_now(now.data(), n);
     // The rules change only where FunctionRules' table does.
-    for (const std::uint64_t pc : rules.change_starts()) {
+    const std::vector<std::uint64_t> starts = rules.change_starts();
+    out.reserve(starts.size() + 1);
+    for (const std::uint64_t pc : starts) {
         if (pc >= end) break;
-        rules.at(pc, now);
-        if (out.empty() || out.back().rules != now) out.push_back({pc, now});
+        rules.at(pc, std::span<RegRule>(now.data(), n));
+        cfi::CalleeSavedChange::Rules list(rules_now);
+        if (out.empty() || !(out.back().rules == list)) out.push_back({pc, list});
     }
     const std::uint64_t decoded_end = rules.decoded_end();
-    if (!out.empty() && decoded_end < end &&
-        std::any_of(out.back().rules.begin(), out.back().rules.end(),
-                    [](const RegRule& r) { return r.kind != RegRule::Kind::Undefined; }))
-        out.push_back({decoded_end, std::vector<RegRule>(n, RegRule::undefined())});
+    bool any_known = false;
+    if (!out.empty())
+        for (std::size_t i = 0; i < n; ++i)
+            any_known = any_known || out.back().rules[i].kind != RegRule::Kind::Undefined;
+    if (any_known && decoded_end < end) {
+        now.fill(RegRule::undefined());
+        out.push_back({decoded_end, cfi::CalleeSavedChange::Rules(rules_now)});
+    }
     return out;
 }
 

@@ -42,6 +42,9 @@
 #include "sfunwind/row.hpp"
 #include "sfunwind/sframe/section.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -55,8 +58,38 @@ namespace sfunwind::cfi {
 // Only Undefined, SameValue and AtCfa are written; other kinds count as
 // Undefined.
 struct CalleeSavedChange {
+    // The rules, held in place: a module's translation makes one list at each
+    // instruction where a rule changes, and a heap block each was a twentieth
+    // of its time in malloc and free.
+    class Rules {
+      public:
+        Rules() = default;
+        // Implicit, from the rules as a span or a vector. A list longer than
+        // any ABI's (max_untracked_callee_saved) keeps its length alone,
+        // which the writer then refuses like any other length that is not
+        // the ABI's.
+        Rules(std::span<const RegRule> rules) : size_(rules.size()) {
+            std::copy_n(rules.begin(), std::min(rules.size(), rules_.size()), rules_.begin());
+        }
+        Rules(const std::vector<RegRule>& rules) : Rules(std::span<const RegRule>(rules)) {}
+        std::size_t size() const noexcept { return size_; }
+        // i < size() and i < max_untracked_callee_saved.
+        const RegRule& operator[](std::size_t i) const noexcept { return rules_[i]; }
+        bool operator==(const Rules& o) const noexcept {
+            return size_ == o.size_ &&
+                   std::equal(rules_.begin(), rules_.begin() + held(), o.rules_.begin());
+        }
+
+      private:
+        std::ptrdiff_t held() const noexcept {
+            return static_cast<std::ptrdiff_t>(std::min(size_, rules_.size()));
+        }
+        std::array<RegRule, max_untracked_callee_saved> rules_{};
+        std::size_t size_ = 0;
+    };
+
     std::uint64_t pc = 0;
-    std::vector<RegRule> rules;
+    Rules rules;
 };
 
 // The changes for the function [start, start + size), by increasing pc; empty
