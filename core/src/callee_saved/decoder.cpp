@@ -8,8 +8,9 @@ void Code::add(Instruction in, std::span<const RegisterAccess> saves,
     in.first_access = static_cast<std::uint32_t>(accesses.size());
     in.saves = static_cast<std::uint8_t>(saves.size());
     in.loads = static_cast<std::uint8_t>(loads.size());
-    accesses.insert(accesses.end(), saves.begin(), saves.end());
-    accesses.insert(accesses.end(), loads.begin(), loads.end());
+    // Most instructions save and load nothing.
+    if (!saves.empty()) accesses.insert(accesses.end(), saves.begin(), saves.end());
+    if (!loads.empty()) accesses.insert(accesses.end(), loads.begin(), loads.end());
     instructions.push_back(in);
 }
 
