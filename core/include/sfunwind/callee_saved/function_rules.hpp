@@ -269,9 +269,9 @@ class Analyser {
 
   private:
     std::unique_ptr<detail::DecodeMemo> memo_;
-    // The pass's working vectors, kept from one function to the next: a
-    // fresh set per function was a tenth of a module's translation in
-    // malloc and free.
+    // The pass's working vectors, kept from one function to the next (given
+    // back after a function that made them exceed 4 MiB): a fresh set per
+    // function was a tenth of a module's translation in malloc and free.
     std::unique_ptr<detail::AnalysisScratch> scratch_;
 };
 
