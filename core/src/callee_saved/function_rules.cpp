@@ -687,8 +687,9 @@ Expected<FunctionRules> Analyser::analyse(const Abi& abi, std::uint64_t start,
     if (!scratch_) scratch_ = std::make_unique<detail::AnalysisScratch>(); // moved from
     auto out = FunctionRules::analyse(abi, start, code, rows, limits, facts, memo_.get(), *scratch_);
     // A function far bigger than most (a generated parser's) leaves no
-    // lasting cost: past 4 MiB the vectors are given back.
-    constexpr std::size_t kept_bytes = std::size_t{4} << 20;
+    // lasting cost: past 1 MiB (about 4,000 instructions' worth) the vectors
+    // are given back.
+    constexpr std::size_t kept_bytes = std::size_t{1} << 20;
     if (scratch_->capacity_bytes() > kept_bytes) *scratch_ = detail::AnalysisScratch{};
     return out;
 }

@@ -270,7 +270,7 @@ class Analyser {
   private:
     std::unique_ptr<detail::DecodeMemo> memo_;
     // The pass's working vectors, kept from one function to the next (given
-    // back after a function that made them exceed 4 MiB): a fresh set per
+    // back after a function that made them exceed 1 MiB): a fresh set per
     // function was a tenth of a module's translation in malloc and free.
     std::unique_ptr<detail::AnalysisScratch> scratch_;
 };
