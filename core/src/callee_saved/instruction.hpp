@@ -59,48 +59,49 @@ struct RegisterAccess {
     friend bool operator==(const RegisterAccess&, const RegisterAccess&) = default;
 };
 
+// The widest fields first, so that no padding lies between them (80 bytes):
+// a module's translation copies each instruction from its memo into the
+// function's list.
 struct Instruction {
     std::uint64_t address = 0;
-    std::uint8_t size = 0;
-    Flow flow = Flow::Next;
     std::uint64_t target = 0; // Jump, Branch, and a direct Call
-    bool direct_call = false; // a Call to `target`
-    bool returns = false;     // ret, iret: leaves the function to its caller
-    bool padding = false;     // nop or int3: what assemblers align code with
-
-    SpEffect sp = SpEffect::None;
     std::int64_t sp_delta = 0;
-    FpEffect fp = FpEffect::None;
     std::int64_t fp_delta = 0;
-
     // The memory this instruction writes (one range; push and call write
     // at rsp-8 before their SP change, recorded here as Sp, -8; stmg
-    // %r6,%r15,48(%r15): Sp, 48, 80 bytes).
-    Base store_base = Base::None;
+    // %r6,%r15,48(%r15): Sp, 48, 80 bytes): store_base, store_disp,
+    // store_size.
     std::int64_t store_disp = 0;
+    // Every DWARF register below 64 the instruction writes (bit n: register
+    // n), which a copy (below) is lost by.
+    std::uint64_t written = 0;
     std::uint32_t store_size = 0;
-    // Where the loads (Code::loads()) read: pop reads [rsp], ldp x19, x20,
-    // [sp, #16] reads Sp + 16 and + 24.
-    Base load_base = Base::None;
-
     // Tracked registers stored whole to store_base (push, mov m64, r; stp;
     // stmg), then those loaded whole from load_base (pop, mov r, m64; ldp;
     // lmg): Code::saves() and Code::loads().
     std::uint32_t first_access = 0;
-    std::uint8_t saves = 0;
-    std::uint8_t loads = 0;
     // Tracked registers written in any other way (whole or in part); never
     // one of the loads.
     std::uint32_t clobbered = 0;
-
     // A whole 8-byte register copied to another (s390x `ldgr %f2,%r10`,
-    // `lgdr %r10,%f2`, `lgr`), by DWARF number, where `copies`; and every
-    // DWARF register below 64 the instruction writes (bit n: register n),
-    // which a copy is lost by. Decoders that give no copies leave both.
-    bool copies = false;
+    // `lgdr %r10,%f2`, `lgr`), by DWARF number, where `copies`. Decoders
+    // that give no copies leave copy_from, copy_to and `written`.
     std::uint16_t copy_from = 0;
     std::uint16_t copy_to = 0;
-    std::uint64_t written = 0;
+    bool copies = false;
+    std::uint8_t size = 0;
+    Flow flow = Flow::Next;
+    bool direct_call = false; // a Call to `target`
+    bool returns = false;     // ret, iret: leaves the function to its caller
+    bool padding = false;     // nop or int3: what assemblers align code with
+    SpEffect sp = SpEffect::None;
+    FpEffect fp = FpEffect::None;
+    Base store_base = Base::None;
+    // Where the loads (Code::loads()) read: pop reads [rsp], ldp x19, x20,
+    // [sp, #16] reads Sp + 16 and + 24.
+    Base load_base = Base::None;
+    std::uint8_t saves = 0;
+    std::uint8_t loads = 0;
     friend bool operator==(const Instruction&, const Instruction&) = default;
 };
 
