@@ -3,15 +3,16 @@
 
 namespace sfunwind::callee_saved::detail {
 
-void Code::add(Instruction in, std::span<const RegisterAccess> saves,
+void Code::add(const Instruction& in, std::span<const RegisterAccess> saves,
                std::span<const RegisterAccess> loads) {
-    in.first_access = static_cast<std::uint32_t>(accesses.size());
-    in.saves = static_cast<std::uint8_t>(saves.size());
-    in.loads = static_cast<std::uint8_t>(loads.size());
+    // Copied once, into its place.
+    Instruction& added = instructions.emplace_back(in);
+    added.first_access = static_cast<std::uint32_t>(accesses.size());
+    added.saves = static_cast<std::uint8_t>(saves.size());
+    added.loads = static_cast<std::uint8_t>(loads.size());
     // Most instructions save and load nothing.
     if (!saves.empty()) accesses.insert(accesses.end(), saves.begin(), saves.end());
     if (!loads.empty()) accesses.insert(accesses.end(), loads.begin(), loads.end());
-    instructions.push_back(in);
 }
 
 bool decodable(const Abi& abi) noexcept {

@@ -128,7 +128,7 @@ struct Code {
     friend bool operator==(const Code&, const Code&) = default;
 
     // Appends `in` with its saves and loads.
-    void add(Instruction in, std::span<const RegisterAccess> saves,
+    void add(const Instruction& in, std::span<const RegisterAccess> saves,
              std::span<const RegisterAccess> loads);
     std::span<const RegisterAccess> saves(const Instruction& in) const {
         return std::span<const RegisterAccess>(accesses).subspan(in.first_access, in.saves);
