@@ -366,11 +366,6 @@ struct Solution {
     std::vector<std::uint32_t> never_run;
 };
 
-// The pass's per-instruction vectors for states of N registers.
-template <std::size_t N> struct StateScratch {
-    std::vector<State<N>> states;
-};
-
 } // namespace
 
 // What an analysis works in besides its result: every vector is sized anew
@@ -388,14 +383,15 @@ struct detail::AnalysisScratch {
     std::vector<std::uint8_t> is_seed;
     std::vector<std::int32_t> codes;
     Solution solution;
-    StateScratch<5> five;
-    StateScratch<FunctionRules::max_registers> wide;
+    // The states, of solve<5>() or of solve<max_registers>().
+    std::vector<State<5>> states_5;
+    std::vector<State<FunctionRules::max_registers>> states_wide;
 
     template <std::size_t N> std::vector<State<N>>& states() {
         if constexpr (N == 5)
-            return five.states;
+            return states_5;
         else
-            return wide.states;
+            return states_wide;
     }
 
     // Heap bytes held.
@@ -408,8 +404,8 @@ struct detail::AnalysisScratch {
                    sizeof(std::uint32_t) +
                queued.capacity() + after_unknown_call.capacity() + is_seed.capacity() +
                (codes.capacity() + solution.change_codes.capacity()) * sizeof(std::int32_t) +
-               five.states.capacity() * sizeof(State<5>) +
-               wide.states.capacity() * sizeof(State<FunctionRules::max_registers>);
+               states_5.capacity() * sizeof(State<5>) +
+               states_wide.capacity() * sizeof(State<FunctionRules::max_registers>);
     }
 };
 
@@ -685,7 +681,8 @@ Expected<FunctionRules> Analyser::analyse(const Abi& abi, std::uint64_t start,
                                           std::span<const std::uint8_t> code, const RowAt& rows,
                                           const Limits& limits, const CodeFacts& facts) {
     if (!scratch_) scratch_ = std::make_unique<detail::AnalysisScratch>(); // moved from
-    auto out = FunctionRules::analyse(abi, start, code, rows, limits, facts, memo_.get(), *scratch_);
+    auto out =
+        FunctionRules::analyse(abi, start, code, rows, limits, facts, memo_.get(), *scratch_);
     // A function far bigger than most (a generated parser's) leaves no
     // lasting cost: past 1 MiB (about 4,000 instructions' worth) the vectors
     // are given back.
