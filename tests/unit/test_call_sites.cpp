@@ -8,6 +8,7 @@
 #include "open_elf.hpp"
 #include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/elf/call_sites.hpp"
+#include "sfunwind/elf/eh_encoding.hpp"
 #include "sfunwind/elf/module_rows.hpp"
 #include "support.hpp"
 
@@ -177,4 +178,27 @@ TEST_CASE("call sites: every landing pad of the C++ fixtures claims no more than
     }
     CHECK(pads >= 40);
     CHECK(claims >= 100);
+}
+
+TEST_CASE("call sites: a CIE's augmentation letters, read in order", "[call_sites]") {
+    // "zPLR": personality (udata4), LSDA encoding, FDE encoding.
+    const std::array<std::uint8_t, 7> data = {0x03, 0x10, 0x20, 0x30, 0x40, 0x1b, 0x1b};
+    const ByteView view(std::span<const std::uint8_t>(data), ByteOrder::Little);
+    const auto a = elf::read_cie_augmentation("zPLR", view);
+    CHECK(a.unreadable.empty());
+    CHECK(a.fde_data);
+    REQUIRE(a.lsda_encoding);
+    CHECK(*a.lsda_encoding == 0x1b);
+    CHECK(a.fde_encoding_read);
+    CHECK(a.fde_encoding == 0x1b);
+    // An aligned personality pointer (DW_EH_PE_aligned) pads from the
+    // section's start, which the data does not give: the letters after it
+    // are not guessed.
+    std::array<std::uint8_t, 7> aligned = data;
+    aligned[0] = 0x53;
+    const auto b = elf::read_cie_augmentation(
+        "zPLR", ByteView(std::span<const std::uint8_t>(aligned), ByteOrder::Little));
+    CHECK_FALSE(b.unreadable.empty());
+    CHECK_FALSE(b.lsda_encoding);
+    CHECK_FALSE(b.fde_encoding_read);
 }

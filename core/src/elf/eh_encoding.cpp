@@ -130,6 +130,13 @@ CieAugmentation read_cie_augmentation(std::string_view augmentation, const ByteV
                 a.unreadable = "augmentation data too short for 'P'";
                 return a;
             }
+            // DW_EH_PE_aligned pads to the address size from the section's
+            // start, which the data alone does not give: the letters after
+            // it cannot be found.
+            if ((encoding & 0x70U) == 0x50U) {
+                a.unreadable = "personality pointer: aligned (DW_EH_PE_aligned) is not read";
+                return a;
+            }
             std::string why;
             // The personality pointer is only skipped: its format gives its size.
             if (!read_encoded(data, pos, static_cast<std::uint8_t>(encoding & 0x0fU), 0,
