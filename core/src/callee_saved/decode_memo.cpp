@@ -4,6 +4,7 @@
 #include "x86_64_form_memo.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <boost/endian/conversion.hpp>
 #include <cstring>
 #include <limits>
@@ -66,11 +67,15 @@ std::size_t DecodeMemo::set(std::uint64_t hash) const noexcept {
     return static_cast<std::size_t>((hash * 0x9e3779b97f4a7c15ULL) >> (65 - table_bits_)) * 2;
 }
 
-std::uint64_t DecodeMemo::hash_of(std::span<const std::uint8_t> encoding) noexcept {
-    std::uint64_t hash = prefix_hash_start;
-    for (const std::uint8_t b : encoding)
-        hash = prefix_hash_step(hash, b);
-    return hash;
+std::uint64_t DecodeMemo::key_hash(std::uint64_t low, std::uint64_t high) noexcept {
+    // The high word (the encoding's bytes 8-14 and its size) mixed into the
+    // low one; set() mixes the result (Fibonacci hashing).
+    return low ^ (high * 0xc2b2ae3d27d4eb4fULL);
+}
+
+std::uint64_t DecodeMemo::hash_of(const Entry& e) noexcept {
+    return key_hash(boost::endian::load_little_u64(e.key.data()),
+                    boost::endian::load_little_u64(e.key.data() + 8));
 }
 
 bool DecodeMemo::store(const Entry& packed, std::uint64_t hash) {
@@ -93,7 +98,7 @@ void DecodeMemo::grow() {
     ++table_bits_;
     filled_ = 0;
     for (const Entry& e : old)
-        if (e.size() != 0 && store(e, hash_of(e.encoding()))) ++filled_;
+        if (e.size() != 0 && store(e, hash_of(e))) ++filled_;
     rebuild_lengths();
 }
 
@@ -201,21 +206,31 @@ std::size_t DecodeMemo::lookup(std::uint64_t address, std::span<const std::uint8
         if ((pairs_[pair / 64] >> (pair % 64) & 1U) != 0) lengths |= 1U << 2;
     }
     if (code.size() >= 3) lengths |= lengths_[length_slot(code[0], code[1], code[2])];
-    const std::size_t longest = std::min(code.size(), max_encoding);
-    // An entry's key, compared with the code's first n bytes and n.
+    // An entry's key, compared with the code's first n bytes and n: two
+    // words read straight from the code where it has 16 bytes (a copy into
+    // a zeroed buffer first made each lookup wait for the copy's stores).
     static_assert(max_encoding + 1 == 16);
-    std::array<std::uint8_t, 16> window{};
-    std::memcpy(window.data(), code.data(), longest);
-    const std::uint64_t low = boost::endian::load_little_u64(window.data());
-    const std::uint64_t high = boost::endian::load_little_u64(window.data() + 8);
-    std::uint64_t hash = prefix_hash_start;
-    for (std::size_t n = 1; n <= longest && (lengths >> n) != 0; ++n) {
-        hash = prefix_hash_step(hash, code[n - 1]);
-        if ((lengths & (1U << n)) == 0) continue;
+    std::uint64_t low = 0;
+    std::uint64_t high = 0;
+    if (code.size() >= 16) {
+        low = boost::endian::load_little_u64(code.data());
+        high = boost::endian::load_little_u64(code.data() + 8);
+    } else {
+        std::array<std::uint8_t, 16> window{};
+        std::memcpy(window.data(), code.data(), code.size());
+        low = boost::endian::load_little_u64(window.data());
+        high = boost::endian::load_little_u64(window.data() + 8);
+    }
+    const std::size_t longest = std::min(code.size(), max_encoding);
+    if (longest < 15) lengths &= (2U << longest) - 1;
+    // Shortest first: a decoder ends an instruction at its first complete
+    // encoding, so no longer one can start with it.
+    for (; lengths != 0; lengths &= lengths - 1) {
+        const auto n = static_cast<unsigned>(std::countr_zero(lengths));
         const std::uint64_t want_low = n >= 8 ? low : low & ((std::uint64_t{1} << (8 * n)) - 1);
         const std::uint64_t want_high =
             (n > 8 ? high & ((std::uint64_t{1} << (8 * (n - 8))) - 1) : 0) | std::uint64_t{n} << 56;
-        const std::size_t first = set(hash);
+        const std::size_t first = set(key_hash(want_low, want_high));
         for (std::size_t way = 0; way < 2; ++way) {
             Entry& e = entries_[first + way];
             if (boost::endian::load_little_u64(e.key.data()) != want_low ||
@@ -244,7 +259,7 @@ void DecodeMemo::remember(std::span<const std::uint8_t> encoding, const Code& co
     } else if (table_bits_ < most_bits() && 2 * filled_ >= entries_.size()) {
         grow();
     }
-    if (store(packed, hash_of(encoding))) ++filled_;
+    if (store(packed, hash_of(packed))) ++filled_;
     note_length(encoding);
 }
 

@@ -124,7 +124,10 @@ class DecodeMemo {
     // The first of the two entries of the set of `hash`.
     std::size_t set(std::uint64_t hash) const noexcept;
     std::size_t lookup(std::uint64_t address, std::span<const std::uint8_t> code, Code& out);
-    static std::uint64_t hash_of(std::span<const std::uint8_t> encoding) noexcept;
+    // The hash of a key, as its two words (the encoding zero-padded, its
+    // size in the last byte).
+    static std::uint64_t key_hash(std::uint64_t low, std::uint64_t high) noexcept;
+    static std::uint64_t hash_of(const Entry& e) noexcept;
     // Puts `packed` into its set, over the way used less recently; true if
     // the way was empty.
     bool store(const Entry& packed, std::uint64_t hash);
