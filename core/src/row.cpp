@@ -14,23 +14,6 @@ std::string signed_offset(std::int32_t v) {
 
 } // namespace
 
-bool same_rule(const RegRule& a, const RegRule& b) {
-    using K = RegRule::Kind;
-    if (a.kind != b.kind) return false;
-    switch (a.kind) {
-    case K::Undefined:
-    case K::SameValue:
-        return true;
-    case K::AtCfa:
-    case K::ValCfa:
-        return a.offset == b.offset;
-    case K::AtReg:
-    case K::ValReg:
-        return a.reg == b.reg && a.offset == b.offset;
-    }
-    return false;
-}
-
 std::string describe(const RegRule& r, const Abi& abi) {
     switch (r.kind) {
     case RegRule::Kind::Undefined:

@@ -85,8 +85,24 @@ struct Row {
 
 // Whether two rules mean the same: the Source (where SFrame stored a rule)
 // is not part of the meaning, and operands count only for the kinds that
-// have them (RegRule's == compares every field).
-bool same_rule(const RegRule& a, const RegRule& b);
+// have them (RegRule's == compares every field). Inline: the .debug_frame
+// writer compares every tracked register's rule at every row.
+inline bool same_rule(const RegRule& a, const RegRule& b) {
+    using K = RegRule::Kind;
+    if (a.kind != b.kind) return false;
+    switch (a.kind) {
+    case K::Undefined:
+    case K::SameValue:
+        return true;
+    case K::AtCfa:
+    case K::ValCfa:
+        return a.offset == b.offset;
+    case K::AtReg:
+    case K::ValReg:
+        return a.reg == b.reg && a.offset == b.offset;
+    }
+    return false;
+}
 
 // Whether `ra` is the ABI's fixed return-address rule (x86-64: [CFA-8],
 // Abi::fixed_ra_offset), which SFrame keeps in its header, not in FREs.
