@@ -118,7 +118,11 @@ template <std::size_t N> void forget_registers(State<N>& s) {
 // or rbp + k. A count that disagrees means the path is not understood.
 template <std::size_t N> void anchor(State<N>& s, const Row& row, const Abi& abi, Stats& stats) {
     if (row.cfa.deref) return;
+    // A state the row agrees with is left unwritten: the pass compares
+    // states right after this, and a byte written here and read back within
+    // a wider word stalls the read (no store forwarding).
     if (row.cfa.reg == abi.sp_reg) {
+        if (s.sp_known && s.sp == row.cfa.offset) return;
         if (s.sp_known && s.sp != row.cfa.offset) {
             forget_registers(s);
             ++stats.anchor_conflicts;
@@ -126,6 +130,7 @@ template <std::size_t N> void anchor(State<N>& s, const Row& row, const Abi& abi
         s.sp_known = true;
         s.sp = row.cfa.offset;
     } else if (row.cfa.reg == abi.fp_reg) {
+        if (s.fp_known && s.fp == row.cfa.offset) return;
         // A frame pointer the path never set from the SP it counted: the
         // row describes another path's frame. GCC starts a function's .cold
         // part that holds a landing pad with a nop under the entry row (no
