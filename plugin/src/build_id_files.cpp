@@ -9,7 +9,7 @@
 
 namespace sfunwind::lldb_plugin {
 
-const BuildIdFiles::FileInfo* BuildIdFiles::info(const std::string& path) {
+BuildIdFiles::FileInfo* BuildIdFiles::info(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
     const FileKey key{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
@@ -18,15 +18,26 @@ const BuildIdFiles::FileInfo* BuildIdFiles::info(const std::string& path) {
                           st.st_mtim.tv_nsec};
     auto it = files_.find(key);
     if (it == files_.end()) {
+        // One open for most files: LLDB's process maps about 150, and each
+        // is looked at by the first request. A core file has no build-id
+        // note of its own (its notes are the kernel's or GDB's), and
+        // whether a file has SFrame is asked only of one with the build-id
+        // asked for (has_sframe_of()).
         FileInfo fi;
-        if (auto id = read_build_id(path)) fi.build_id = std::move(*id);
-        fi.sframe = !fi.build_id.empty() && has_sframe(path);
-        fi.core = is_core_file(path);
+        if (auto id = read_build_id(path))
+            fi.build_id = std::move(*id);
+        else
+            fi.core = is_core_file(path);
         if (fi.core)
             if (auto names = core_file_names(path)) fi.named = std::move(*names);
         it = files_.emplace(key, std::move(fi)).first;
     }
     return &it->second;
+}
+
+bool BuildIdFiles::has_sframe_of(const std::string& path, FileInfo& fi) {
+    if (!fi.sframe) fi.sframe = has_sframe(path);
+    return *fi.sframe;
 }
 
 bool BuildIdFiles::matches(const std::string& path, const std::string& build_id) {
@@ -42,8 +53,8 @@ BuildIdFiles::Found BuildIdFiles::find(const std::string& build_id) {
     // the build-id but not the SFrame bytes.
     Found first;
     const auto found = [&](const std::string& path) {
-        const FileInfo* fi = info(path);
-        const Found f{path, fi != nullptr && fi->sframe};
+        FileInfo* fi = info(path);
+        const Found f{path, fi != nullptr && has_sframe_of(path, *fi)};
         if (first.path.empty()) first = f;
         return f.sframe;
     };

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -42,14 +43,16 @@ class BuildIdFiles {
     using FileKey = std::tuple<std::uint64_t, std::uint64_t, std::int64_t,
                                std::int64_t>; // dev, inode, size, mtime ns
     struct FileInfo {
-        std::string build_id; // empty when the file has none
-        bool sframe = false;
+        std::string build_id;           // empty when the file has none
+        std::optional<bool> sframe;     // whether it has SFrame, once asked
         bool core = false;              // an ELF core file
         std::vector<std::string> named; // a core's NT_FILE names
     };
 
     // The file's info, read once per version; null when it is no regular file.
-    const FileInfo* info(const std::string& path);
+    FileInfo* info(const std::string& path);
+    // Whether the file of `fi` has SFrame, read the first time it is asked.
+    static bool has_sframe_of(const std::string& path, FileInfo& fi);
     bool matches(const std::string& path, const std::string& build_id);
 
     std::mutex mutex_;
