@@ -45,6 +45,23 @@ bool BuildIdFiles::matches(const std::string& path, const std::string& build_id)
     return fi != nullptr && fi->build_id == build_id;
 }
 
+const std::vector<std::string>& BuildIdFiles::debugged() {
+    // Only a descendant (LLDB's lldb-server) debugs, so the list changes
+    // with them: a launch or an attach starts one. The second bounds what a
+    // tracee added by a running lldb-server (a followed fork) waits for.
+    constexpr auto reuse_for = std::chrono::seconds(1);
+    const auto now = std::chrono::steady_clock::now();
+    const auto descendants = descendant_processes();
+    if (descendants && *descendants == debugged_descendants_ && now - debugged_at_ < reuse_for &&
+        debugged_at_ != std::chrono::steady_clock::time_point{})
+        return debugged_;
+    debugged_ = debugged_processes();
+    debugged_descendants_ = descendants.value_or(std::vector<long>{});
+    // Without the children lists, every request reads /proc again.
+    debugged_at_ = descendants ? now : std::chrono::steady_clock::time_point{};
+    return debugged_;
+}
+
 BuildIdFiles::Found BuildIdFiles::find(const std::string& build_id) {
     if (build_id.empty()) return {};
     const std::lock_guard lock(mutex_);
@@ -69,7 +86,7 @@ BuildIdFiles::Found BuildIdFiles::find(const std::string& build_id) {
     }
     for (const auto& path : named)
         if (matches(path, build_id) && found(path)) return Found{path, true};
-    for (const auto& pid : debugged_processes())
+    for (const auto& pid : debugged())
         for (const auto& path : mapped_files(pid))
             if (matches(path, build_id) && found(path)) return Found{path, true};
     return first;

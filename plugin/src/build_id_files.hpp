@@ -15,6 +15,7 @@
 // elf_probe.hpp.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -51,6 +52,11 @@ class BuildIdFiles {
 
     // The file's info, read once per version; null when it is no regular file.
     FileInfo* info(const std::string& path);
+    // debugged_processes(), read again only when this process's descendants
+    // changed or a second passed since (mutex_ held): LLDB asks about every
+    // module it loads, one after another, and most are answered only after
+    // every candidate was looked at (a module without SFrame, the vdso).
+    const std::vector<std::string>& debugged();
     // Whether the file of `fi` has SFrame, read the first time it is asked.
     static bool has_sframe_of(const std::string& path, FileInfo& fi);
     bool matches(const std::string& path, const std::string& build_id);
@@ -58,6 +64,9 @@ class BuildIdFiles {
     std::mutex mutex_;
     std::map<FileKey, FileInfo> files_;
     std::vector<std::string> remembered_; // most recent first
+    std::vector<std::string> debugged_;
+    std::vector<long> debugged_descendants_;
+    std::chrono::steady_clock::time_point debugged_at_{};
     std::set<std::string> remembered_set_;
 };
 

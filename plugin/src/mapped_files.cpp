@@ -95,4 +95,30 @@ std::vector<std::string> debugged_processes() {
     return out;
 }
 
+std::optional<std::vector<long>> descendant_processes() {
+    // Breadth first, each process once: a bounded walk whatever the lists
+    // say (the kernel gives a tree; a pid reused meanwhile could repeat).
+    constexpr std::size_t max_processes = 1U << 16;
+    const long self = static_cast<long>(::getpid());
+    std::set<long> found;
+    std::vector<long> queue{self};
+    bool self_listed = false;
+    for (std::size_t next = 0; next < queue.size() && found.size() < max_processes; ++next) {
+        const long pid = queue[next];
+        std::error_code ec;
+        const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+        for (std::filesystem::directory_iterator it(tasks, ec), end; !ec && it != end;
+             it.increment(ec)) {
+            std::ifstream in(it->path() / "children");
+            if (!in) continue;
+            if (pid == self) self_listed = true;
+            for (long child = 0; in >> child;)
+                if (child > 0 && child != self && found.insert(child).second)
+                    queue.push_back(child);
+        }
+    }
+    if (!self_listed) return std::nullopt;
+    return std::vector<long>(found.begin(), found.end());
+}
+
 } // namespace sfunwind::lldb_plugin

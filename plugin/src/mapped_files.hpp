@@ -7,6 +7,7 @@
 // (attach); a core file LLDB reads is mapped in LLDB itself.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ std::vector<std::string> mapped_files(const std::string& pid);
 
 // The processes this one debugs: its descendants (lldb-server and what it
 // launched) and the processes one of them traces (attach), as /proc names.
+// Reads every process's /proc/PID/status: about 8 ms with 660 processes.
 std::vector<std::string> debugged_processes();
+
+// This process's descendants, from the /proc/PID/task/TID/children lists
+// (proc(5); CONFIG_PROC_CHILDREN), sorted; none when this process's lists
+// cannot be read. Reads the lists of this process and its descendants only.
+std::optional<std::vector<long>> descendant_processes();
 
 } // namespace sfunwind::lldb_plugin
