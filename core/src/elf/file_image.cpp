@@ -119,6 +119,16 @@ bool FileImage::open(const std::string& path, std::string& error) {
         inode_ = info.st_ino;
         mtime_sec_ = info.st_mtim.tv_sec;
         mtime_nsec_ = info.st_mtim.tv_nsec;
+        // Every reader starts with the first chunk (the ELF header): read
+        // now, through the descriptor open here, where a later fill would
+        // open the file again. A failed read leaves it to ensure().
+        const std::size_t first = std::min(size_, chunk);
+        if (read_fully(file.fd, data_, first, 0)) {
+            present_[0].store(true, std::memory_order_relaxed);
+            resident_ = first;
+        } else {
+            error_.clear();
+        }
         return true;
     }
     // A size unknown in advance: read it all now.

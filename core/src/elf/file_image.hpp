@@ -11,7 +11,8 @@
 // input"). pread() reports the change instead. Each fill reopens the file by
 // path, so a debugger with thousands of modules holds no descriptors, and
 // checks that it is still the same file (device, inode, size, mtime): bytes
-// of a rebuilt file are never mixed with the old ones.
+// of a rebuilt file are never mixed with the old ones. The first chunk (the
+// ELF header, which every reader wants) is read by open() itself.
 #pragma once
 
 #include <atomic>
@@ -35,9 +36,10 @@ class FileImage {
     FileImage& operator=(FileImage&& other) noexcept;
     ~FileImage();
 
-    // The file at `path`, nothing read yet. Files whose size stat() cannot
-    // tell (not regular, or empty by stat, as /proc files are) are read whole
-    // here. On failure returns false and sets `error` ("what: why").
+    // The file at `path`, its first chunk read (the ELF header, which every
+    // reader wants first). Files whose size stat() cannot tell (not regular,
+    // or empty by stat, as /proc files are) are read whole here. On failure
+    // returns false and sets `error` ("what: why").
     bool open(const std::string& path, std::string& error);
     // A copy of bytes already in memory (all present).
     void assign(std::span<const std::uint8_t> bytes);
