@@ -66,13 +66,20 @@ std::string uuid_key(const std::string& uuid) {
 
 std::shared_ptr<const elf::ModuleRows> ModuleCatalog::file(const std::string& path,
                                                            const std::string& uuid) {
+    return file(path, uuid, nullptr);
+}
+
+std::shared_ptr<const elf::ModuleRows>
+ModuleCatalog::file(const std::string& path, const std::string& uuid,
+                    std::shared_ptr<const elf::ElfFile> opened) {
     const std::string key = path + '\n' + uuid_key(uuid);
     {
         const std::lock_guard lock(mutex_);
         if (auto it = files_.find(key); it != files_.end()) return it->second;
     }
     // Read outside the lock: a large file must not stall the other thread.
-    auto parsed = std::make_shared<const elf::ModuleRows>(elf::open_module_rows(path));
+    auto parsed = std::make_shared<const elf::ModuleRows>(
+        opened ? elf::open_module_rows(std::move(opened)) : elf::open_module_rows(path));
     const std::lock_guard lock(mutex_);
     auto [it, inserted] = files_.emplace(key, parsed);
     if (inserted && broken(*parsed) && reported_.insert(path).second)
