@@ -52,13 +52,14 @@ const std::vector<std::string>& BuildIdFiles::debugged() {
     constexpr auto reuse_for = std::chrono::seconds(1);
     const auto now = std::chrono::steady_clock::now();
     const auto descendants = descendant_processes();
-    if (descendants && *descendants == debugged_descendants_ && now - debugged_at_ < reuse_for &&
-        debugged_at_ != std::chrono::steady_clock::time_point{})
+    // Without the children lists (no descendants), every request reads
+    // /proc again.
+    if (descendants && debugged_at_ && *descendants == debugged_descendants_ &&
+        now - *debugged_at_ < reuse_for)
         return debugged_;
     debugged_ = debugged_processes();
     debugged_descendants_ = descendants.value_or(std::vector<long>{});
-    // Without the children lists, every request reads /proc again.
-    debugged_at_ = descendants ? now : std::chrono::steady_clock::time_point{};
+    debugged_at_ = now;
     return debugged_;
 }
 

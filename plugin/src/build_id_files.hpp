@@ -66,7 +66,7 @@ class BuildIdFiles {
     std::vector<std::string> remembered_; // most recent first
     std::vector<std::string> debugged_;
     std::vector<long> debugged_descendants_;
-    std::chrono::steady_clock::time_point debugged_at_{};
+    std::optional<std::chrono::steady_clock::time_point> debugged_at_;
     std::set<std::string> remembered_set_;
 };
 

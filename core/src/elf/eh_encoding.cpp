@@ -133,7 +133,7 @@ CieAugmentation read_cie_augmentation(std::string_view augmentation, const ByteV
             // DW_EH_PE_aligned pads to the address size from the section's
             // start, which the data alone does not give: the letters after
             // it cannot be found.
-            if ((encoding & 0x70U) == 0x50U) {
+            if ((encoding & 0x70U) == DW_EH_PE_aligned) {
                 a.unreadable = "personality pointer: aligned (DW_EH_PE_aligned) is not read";
                 return a;
             }
