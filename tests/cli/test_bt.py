@@ -172,6 +172,37 @@ int main(int argc, char **argv) {
 """
 SEED = 0x5eed00
 
+VLA_C = COMMON_H + r"""
+/* main -> outer -> mid -> leaf, which faults. mid keeps a variable-length
+   array: built with -fstack-clash-protection, it probes the stack a page at
+   a time in a loop and lowers the SP by a 32-bit size, so the SP is not
+   known at its calls. mid writes rbx and r12 (saved in its prologue) before
+   that; outer's values of them are in mid's save slots. */
+NOINLINE long opaque(long v) { __asm__ volatile("" : "+r"(v)); return v; }
+NOINLINE int leaf(const char *p, int n) {
+  *null_ptr = p[n / 2];
+  return p[n / 3];
+}
+NOINLINE int mid(int n, long k) {
+  char buf[n];
+  memset(buf, (int)k, (size_t)n);
+  long a = opaque(k * 3), b = opaque(k * 5), c = opaque(k * 7);
+  int r = leaf(buf, n);
+  return r + (int)(a + b + c);
+}
+NOINLINE int outer(int n) {
+  long x = opaque(n * 11L), y = opaque(n * 13L), z = opaque(n * 17L);
+  int r = mid(n * 100, n + 1);
+  return r + (int)(x ^ y ^ z);
+}
+int main(int argc, char **argv) {
+  (void)argv;
+  int r = outer(argc + 40);
+  KEEP_FRAME();
+  return r;
+}
+"""
+
 NOFP = ["-O2", "-fomit-frame-pointer", "-Wa,--gsframe"]
 FP = ["-O2", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-Wa,--gsframe"]
 
@@ -277,8 +308,9 @@ class Fixtures:
         must(["gcc"] + NOFP + ["-pthread", "-o", w("threads"), self.write("threads.c", THREADS_C)])
         must(["gcc"] + NOFP + ["-o", w("spin"), self.write("spin.c", SPIN_C)])
         must(["gcc"] + NOFP + [f"-DSEED={SEED:#x}", "-o", w("regs"), self.write("regs.c", REGS_C)])
+        must(["gcc"] + FP + ["-fstack-clash-protection", "-o", w("vla"), self.write("vla.c", VLA_C)])
         for exe in ["chain", "chain-nopie", "chain-fp", "chain-noeh", "plt/plt", "plt/libbtlib.so", "sig",
-                    "threads", "spin", "regs"]:
+                    "threads", "spin", "regs", "vla"]:
             out = must(["readelf", "-S", "-W", w(exe)])
             if ".sframe" not in out:
                 sys.exit(f"setup failed: {exe} has no .sframe section (does gas support --gsframe?)")
@@ -495,6 +527,29 @@ def test_registers(r, bt, fx):
                   if sf[i]["callee_saved"][x] in seeds and cf[i]["callee_saved"][x] == sf[i]["callee_saved"][x]]
     r.check("regs: seeds read from save slots, equal to CFI's", len(from_slots) >= 6,
             f"{from_slots} {[f.get('callee_saved') for f in cf[:4]]}")
+
+
+def test_stack_probes(r, bt, fx):
+    """Registers saved before a variable-length array that probes the stack:
+    the calls after it, made with the SP not known, write below the save
+    slots, which still hold outer's rbx and r12."""
+    rc, doc, err = bt.json(["--compare-cfi", "--", fx.path("vla")])
+    if not r.check("vla: exit 0", rc == 0 and doc is not None, f"rc {rc} {err}"):
+        return
+    t = doc["threads"][0]
+    r.check("vla: frames", own_names(t) == ["leaf", "mid", "outer", "main"], str(names(t)))
+    check_agreement(r, "vla", t)
+    check_callee_saved(r, "vla", t)
+    sf, cf = t["sframe"]["frames"], t["cfi"]["frames"]
+    outer = [i for i, f in enumerate(sf) if f["symbol"] == "outer"]
+    if not r.check("vla: outer is a frame", len(outer) == 1, str(names(t))):
+        return
+    i = outer[0]
+    # The registers mid wrote: their outer values come from its slots.
+    written = [x for x in CALLEE_SAVED if cf[i]["callee_saved"][x] != cf[i - 1]["callee_saved"][x]]
+    r.check("vla: outer's registers that mid changed are recovered, equal to CFI's", len(written) >= 2
+            and all(sf[i]["callee_saved"][x] == cf[i]["callee_saved"][x] for x in written),
+            f"{written}: {sf[i]['callee_saved']} against {cf[i]['callee_saved']}")
 
 
 def test_no_callee_saved(r, bt, fx):
@@ -846,7 +901,7 @@ def main():
     fx.build()
     r = Results(a.verbose)
     bt = Bt(a.sfunwind)
-    for test in [test_chain_variants, test_text_output, test_registers, test_no_callee_saved, test_stop_kinds, test_deep, test_sframe_only,
+    for test in [test_chain_variants, test_text_output, test_registers, test_stack_probes, test_no_callee_saved, test_stop_kinds, test_deep, test_sframe_only,
                  test_wrong_sframe, test_plt, test_signals, test_signal_at_entry, test_threads, test_attach, test_cores,
                  test_committed_fixtures, test_usage]:
         try:

@@ -373,6 +373,127 @@ TEST_CASE("callee-saved: a mid-function return keeps the saves of the code after
     CHECK(std::find(changes.begin(), changes.end(), 0x2008) == changes.end());
 }
 
+namespace {
+
+// The rows of `push rbp; mov rbp, rsp; ...; leave; ret` at [start, start +
+// size): CFA = rsp + 8, rsp + 16, then rbp + 16 up to the ret.
+callee_saved::RowAt rbp_frame_rows(std::uint64_t start, std::uint64_t size) {
+    return [=](std::uint64_t pc) -> std::optional<Row> {
+        if (pc < start || pc >= start + size) return std::nullopt;
+        Row r;
+        const std::uint64_t off = pc - start;
+        r.pc_begin = off < 1          ? start
+                     : off < 4        ? start + 1
+                     : off < size - 1 ? start + 4
+                                      : start + size - 1;
+        r.pc_end = off < 1          ? start + 1
+                   : off < 4        ? start + 4
+                   : off < size - 1 ? start + size - 1
+                                    : start + size;
+        if (off < 1 || off == size - 1)
+            r.cfa = CfaRule{abi_amd64().sp_reg, 8, false};
+        else if (off < 4)
+            r.cfa = CfaRule{abi_amd64().sp_reg, 16, false};
+        else
+            r.cfa = CfaRule{abi_amd64().fp_reg, 16, false};
+        r.ra = RegRule::at_cfa(-8);
+        r.fp = RegRule::at_cfa(-16);
+        return r;
+    };
+}
+
+} // namespace
+
+TEST_CASE("callee-saved: slots survive a stack probe loop and an alloca of a 32-bit size",
+          "[callee_saved]") {
+    // GCC's -fstack-clash-protection variable-length array (glibc, gdb and
+    // python as Debian sid builds them): the SP is known until the probe
+    // loop, whose iterations lower it by different amounts, and the array's
+    // size is a 32-bit value, so `sub rsp, rax` lowers it too. The calls then
+    // write below the save slots, wherever the SP is.
+    // 0: push rbp; 1: mov rbp, rsp; 4: push rbx; 5: sub rsp, 0x18;
+    // 9: mov ecx, edi; b: sub rsp, 0x1000; 12: or qword [rsp+0xff8], 0;
+    // 1b: cmp rsp, rcx; 1e: jne b; 20: mov eax, edi; 22: and eax, 0xff0;
+    // 27: sub rsp, rax; 2a: call 0; 2f: mov rbx, rax; 32: call 0;
+    // 37: mov rbx, [rbp-8]; 3b: leave; 3c: ret
+    const std::vector<std::uint8_t> probed = {
+        0x55, 0x48, 0x89, 0xe5, 0x53, 0x48, 0x83, 0xec, 0x18, 0x89, 0xf9, 0x48, 0x81,
+        0xec, 0x00, 0x10, 0x00, 0x00, 0x48, 0x83, 0x8c, 0x24, 0xf8, 0x0f, 0x00, 0x00,
+        0x00, 0x48, 0x39, 0xcc, 0x75, 0xeb, 0x89, 0xf8, 0x25, 0xf0, 0x0f, 0x00, 0x00,
+        0x48, 0x29, 0xc4, 0xe8, 0xd1, 0xff, 0xff, 0xff, 0x48, 0x89, 0xc3, 0xe8, 0xc9,
+        0xff, 0xff, 0xff, 0x48, 0x8b, 0x5d, 0xf8, 0xc9, 0xc3};
+    // Only the fall-through enters the code after a call.
+    callee_saved::CodeFacts facts;
+    facts.landing_pads = false;
+    auto f = FunctionRules::analyse(abi_amd64(), 0x7000, probed,
+                                    rbp_frame_rows(0x7000, probed.size()), {}, facts);
+    REQUIRE(f);
+    // After the first call rbx is untouched, and its slot still holds it.
+    CHECK(f->at(0x702f, rbx).kind == RegRule::Kind::SameValue);
+    CHECK(f->slot_at(0x702f, 0) == -24);
+    // Written: the slot has it, with the SP not known.
+    CHECK(f->at(0x7032, rbx) == RegRule::at_cfa(-24));
+    CHECK(f->at(0x7037, rbx) == RegRule::at_cfa(-24));
+    // Loaded back from its slot.
+    CHECK(f->at(0x703b, rbx).kind == RegRule::Kind::SameValue);
+
+    // The same with a 64-bit size under a mask below 2^32 (AArch64's `and
+    // x1, x1, #0xfff0` has the same shape): 0: push rbp; 1: mov rbp, rsp;
+    // 4: push rbx; 5: sub rsp, 0x18; 9: lea rax, [rdi+0xf];
+    // d: and rax, 0xff0; 13: sub rsp, rax; 16: call 0; 1b: mov rbx, rax;
+    // 1e: call 0; 23: mov rbx, [rbp-8]; 27: leave; 28: ret
+    const std::vector<std::uint8_t> masked = {
+        0x55, 0x48, 0x89, 0xe5, 0x53, 0x48, 0x83, 0xec, 0x18, 0x48, 0x8d, 0x47, 0x0f, 0x48,
+        0x25, 0xf0, 0x0f, 0x00, 0x00, 0x48, 0x29, 0xc4, 0xe8, 0xe5, 0xff, 0xff, 0xff, 0x48,
+        0x89, 0xc3, 0xe8, 0xdd, 0xff, 0xff, 0xff, 0x48, 0x8b, 0x5d, 0xf8, 0xc9, 0xc3};
+    auto m = FunctionRules::analyse(abi_amd64(), 0xa000, masked,
+                                    rbp_frame_rows(0xa000, masked.size()), {}, facts);
+    REQUIRE(m);
+    CHECK(m->slot_at(0xa01b, 0) == -24);
+    CHECK(m->at(0xa01e, rbx) == RegRule::at_cfa(-24));
+    // And a constant one: 9: mov rax, 0x40; 10: nop dword [rax], else as above.
+    auto constant = masked;
+    const std::array<std::uint8_t, 10> mov_nop = {0x48, 0xc7, 0xc0, 0x40, 0x00,
+                                                  0x00, 0x00, 0x0f, 0x1f, 0x00};
+    std::copy(mov_nop.begin(), mov_nop.end(), constant.begin() + 9);
+    auto c = FunctionRules::analyse(abi_amd64(), 0xb000, constant,
+                                    rbp_frame_rows(0xb000, constant.size()), {}, facts);
+    REQUIRE(c);
+    CHECK(c->at(0xb01e, rbx) == RegRule::at_cfa(-24));
+
+    // 0: push rbp; 1: mov rbp, rsp; 4: push rbx; 5: sub rsp, 0x18;
+    // 9: mov eax, edi; b: add rax, rdi; e: and rax, -16; 12: sub rsp, rax;
+    // 15: call 0; 1a: mov rbx, rax; 1d: call 0; 22: mov rbx, [rbp-8];
+    // 26: leave; 27: ret. rax may hold 2^63 or more: `sub rsp, rax` may
+    // raise the SP above the slots, and the calls write there.
+    const std::vector<std::uint8_t> wide = {
+        0x55, 0x48, 0x89, 0xe5, 0x53, 0x48, 0x83, 0xec, 0x18, 0x89, 0xf8, 0x48, 0x01, 0xf8,
+        0x48, 0x83, 0xe0, 0xf0, 0x48, 0x29, 0xc4, 0xe8, 0xe6, 0xff, 0xff, 0xff, 0x48, 0x89,
+        0xc3, 0xe8, 0xde, 0xff, 0xff, 0xff, 0x48, 0x8b, 0x5d, 0xf8, 0xc9, 0xc3};
+    auto g = FunctionRules::analyse(abi_amd64(), 0x8000, wide, rbp_frame_rows(0x8000, wide.size()),
+                                    {}, facts);
+    REQUIRE(g);
+    CHECK(g->at(0x801a, rbx).kind == RegRule::Kind::SameValue);
+    CHECK(g->slot_at(0x801a, 0) == std::nullopt);
+    CHECK(g->at(0x801d, rbx).kind == RegRule::Kind::Undefined);
+    CHECK(g->at(0x8022, rbx).kind == RegRule::Kind::Undefined);
+
+    // 0: push rbp; 1: mov rbp, rsp; 4: push rbx; 5: sub rsp, 0x18;
+    // 9: mov eax, edi; b: call 0; 10: sub rsp, rax; 13: call 0;
+    // 18: mov rbx, rax; 1b: call 0; 20: mov rbx, [rbp-8]; 24: leave; 25: ret.
+    // The call returns rax as it likes: not below 2^32 any more.
+    const std::vector<std::uint8_t> across_call = {
+        0x55, 0x48, 0x89, 0xe5, 0x53, 0x48, 0x83, 0xec, 0x18, 0x89, 0xf8, 0xe8, 0xf0,
+        0xff, 0xff, 0xff, 0x48, 0x29, 0xc4, 0xe8, 0xe8, 0xff, 0xff, 0xff, 0x48, 0x89,
+        0xc3, 0xe8, 0xe0, 0xff, 0xff, 0xff, 0x48, 0x8b, 0x5d, 0xf8, 0xc9, 0xc3};
+    auto h = FunctionRules::analyse(abi_amd64(), 0x9000, across_call,
+                                    rbp_frame_rows(0x9000, across_call.size()), {}, facts);
+    REQUIRE(h);
+    CHECK(h->slot_at(0x9010, 0) == -24); // the SP still known at the first call
+    CHECK(h->slot_at(0x9018, 0) == std::nullopt);
+    CHECK(h->at(0x901b, rbx).kind == RegRule::Kind::Undefined);
+}
+
 TEST_CASE("callee-saved: padding at a function's end has no rules", "[callee_saved]") {
     // 0: push rbx; 1: pop rbx; 2: ret; 3: nop; 4: int3
     const std::vector<std::uint8_t> code = {0x53, 0x5b, 0xc3, 0x90, 0xcc};
@@ -460,6 +581,72 @@ TEST_CASE("callee-saved: AArch64 pair stores with writeback, str/ldr of x19, d8"
     CHECK(g->at(0x200c, d8) == RegRule::same_value(RegRule::Source::Fre));
     // Past the restoring ldp the slot is below SP, and AArch64 has no red zone.
     CHECK(!g->slot_at(0x200c, 10));
+}
+
+TEST_CASE("callee-saved: AArch64 slots survive an alloca of a size below 2^32", "[callee_saved]") {
+    const Abi& abi = abi_aarch64(ByteOrder::Little);
+    constexpr std::uint16_t x19 = 19;
+    // GCC's -fstack-clash-protection shape (`and x1, x1, #0xfff0; sub sp,
+    // sp, x1`): 0: stp x29, x30, [sp, #-32]!; 4: mov x29, sp;
+    // 8: str x19, [sp, #16]; c: add x1, x0, #15; 10: and x1, x1, #0xfff0;
+    // 14: sub sp, sp, x1; 18: bl; 1c: mov x19, x0; 20: bl; 24: mov sp, x29;
+    // 28: ldr x19, [sp, #16]; 2c: ldp x29, x30, [sp], #32; 30: ret
+    const auto masked = a64_words({0xa9be7bfd, 0x910003fd, 0xf9000bf3, 0x91003c01, 0x927c2c21,
+                                   0xcb2163ff, 0x94000001, 0xaa0003f3, 0x94000001, 0x910003bf,
+                                   0xf9400bf3, 0xa8c27bfd, 0xd65f03c0});
+    const auto rows = [](std::uint64_t s, std::uint64_t n) {
+        return aarch64_rows({{s, s + 4, 0},
+                             {s + 4, s + 8, 32},
+                             {s + 8, s + n - 8, 32, true},
+                             {s + n - 8, s + n - 4, 32},
+                             {s + n - 4, s + n, 0}});
+    };
+    // Only the fall-through enters the code after a call.
+    callee_saved::CodeFacts facts;
+    facts.landing_pads = false;
+    auto f = FunctionRules::analyse(abi, 0x4000, masked, rows(0x4000, masked.size()), {}, facts);
+    REQUIRE(f);
+    CHECK(f->at(0x401c, x19) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(f->slot_at(0x401c, 0) == -16);
+    CHECK(f->at(0x4020, x19) == RegRule::at_cfa(-16));
+    CHECK(f->at(0x4028, x19) == RegRule::at_cfa(-16));
+    CHECK(f->at(0x402c, x19) == RegRule::same_value(RegRule::Source::Fre));
+
+    // A W register's write zero-extends: 0-8 as above; c: add w1, w0, #15;
+    // 10: sub sp, sp, x1; 14: bl; 18: mov x19, x0; 1c: bl; 20: mov sp, x29;
+    // 24: ldr x19, [sp, #16]; 28: ldp x29, x30, [sp], #32; 2c: ret
+    const auto narrow =
+        a64_words({0xa9be7bfd, 0x910003fd, 0xf9000bf3, 0x11003c01, 0xcb2163ff, 0x94000001,
+                   0xaa0003f3, 0x94000001, 0x910003bf, 0xf9400bf3, 0xa8c27bfd, 0xd65f03c0});
+    auto h = FunctionRules::analyse(abi, 0x6000, narrow, rows(0x6000, narrow.size()), {}, facts);
+    REQUIRE(h);
+    CHECK(h->at(0x601c, x19) == RegRule::at_cfa(-16));
+
+    // A constant size (a large frame's `mov x13, #0x1580; sub sp, sp,
+    // x13`): c: mov x1, #0x40, else as above; and mov x1, #0x100000000.
+    auto constant = narrow;
+    const auto mov_small = a64_words({0xd2800801});
+    std::copy(mov_small.begin(), mov_small.end(), constant.begin() + 0xc);
+    auto k =
+        FunctionRules::analyse(abi, 0x7000, constant, rows(0x7000, constant.size()), {}, facts);
+    REQUIRE(k);
+    CHECK(k->at(0x701c, x19) == RegRule::at_cfa(-16));
+    const auto mov_large = a64_words({0xd2c00021});
+    std::copy(mov_large.begin(), mov_large.end(), constant.begin() + 0xc);
+    auto l =
+        FunctionRules::analyse(abi, 0x8000, constant, rows(0x8000, constant.size()), {}, facts);
+    REQUIRE(l);
+    CHECK(l->at(0x801c, x19).kind == RegRule::Kind::Undefined);
+
+    // A mask of 2^32 or more (and x1, x1, #-16): the size may wrap the SP
+    // above the slot, and the calls may write it.
+    const auto wide = a64_words({0xa9be7bfd, 0x910003fd, 0xf9000bf3, 0x91003c01, 0x927cec21,
+                                 0xcb2163ff, 0x94000001, 0xaa0003f3, 0x94000001, 0x910003bf,
+                                 0xf9400bf3, 0xa8c27bfd, 0xd65f03c0});
+    auto g = FunctionRules::analyse(abi, 0x5000, wide, rows(0x5000, wide.size()), {}, facts);
+    REQUIRE(g);
+    CHECK(g->slot_at(0x501c, 0) == std::nullopt);
+    CHECK(g->at(0x5020, x19).kind == RegRule::Kind::Undefined);
 }
 
 TEST_CASE("callee-saved: AArch64 code whose SFrame rows disagree with the count is unknown",

@@ -295,8 +295,24 @@ class Reducer {
     }
 
     // add/sub sp, sp, #imm{, lsl #12}; add/sub sp, x29, #imm; mov sp, x29;
-    // add/sub x29, sp, #imm; mov x29, sp.
+    // add/sub x29, sp, #imm; mov x29, sp; sub sp, sp, xN (alloca: SP
+    // lowered where xN holds less than 2^32, State::narrow).
     static void stack_registers(const cs_insn& insn, const cs_arm64& a, Instruction& out) {
+        if (insn.id == ARM64_INS_SUB && a.op_count == 3 && a.operands[0].type == ARM64_OP_REG &&
+            a.operands[1].type == ARM64_OP_REG && a.operands[2].type == ARM64_OP_REG &&
+            dwarf_number(a.operands[0].reg) == dwarf_sp &&
+            dwarf_number(a.operands[1].reg) == dwarf_sp) {
+            const cs_arm64_op& amount = a.operands[2];
+            const auto n = dwarf_number(amount.reg);
+            const bool plain = (amount.ext == ARM64_EXT_INVALID || amount.ext == ARM64_EXT_UXTX) &&
+                               (amount.shift.type == ARM64_SFT_INVALID || amount.shift.value == 0);
+            if (n && *n < 31 && plain && amount.reg >= ARM64_REG_X0 &&
+                amount.reg <= ARM64_REG_X28) {
+                out.sp = SpEffect::Lower;
+                out.sp_delta = *n;
+                return;
+            }
+        }
         if (a.op_count < 2 || a.operands[0].type != ARM64_OP_REG ||
             a.operands[1].type != ARM64_OP_REG)
             return;
@@ -331,6 +347,7 @@ class Reducer {
         auto written = [&](unsigned reg) {
             const auto d = dwarf_number(reg);
             if (!d) return;
+            if (*d < 16) out.gpr_written = static_cast<std::uint16_t>(out.gpr_written | 1U << *d);
             if (*d == dwarf_sp) {
                 if (out.sp == SpEffect::None) out.sp = SpEffect::Unknown;
             } else if (*d == dwarf_fp) {
@@ -344,6 +361,7 @@ class Reducer {
         std::uint8_t nread = 0;
         std::uint8_t nwritten = 0;
         if (cs_regs_access(h_, &insn, read, &nread, written_list, &nwritten) != CS_ERR_OK) {
+            out.gpr_written = 0xffff;
             out.clobbered = ~std::uint32_t{0} & ~loaded;
             if (out.sp == SpEffect::None) out.sp = SpEffect::Unknown;
             if (out.fp == FpEffect::None) out.fp = FpEffect::Unknown;
@@ -358,6 +376,28 @@ class Reducer {
             if (op.type != ARM64_OP_REG) continue;
             const bool destination = i == 0 && !store && !branch && !compare;
             if (op.access == 0 || destination) written(op.reg);
+        }
+        // x0-x15 (State::narrow's bits) left below 2^32: a W destination,
+        // whose write zeroes the upper half (Arm ARM, "Registers in AArch64
+        // state"), an AND with a mask below 2^32, or such a constant.
+        if (a.op_count >= 1 && a.operands[0].type == ARM64_OP_REG && !store && !branch &&
+            !compare) {
+            const unsigned dst = a.operands[0].reg;
+            const bool w = dst >= ARM64_REG_W0 && dst <= ARM64_REG_W15;
+            const auto below_2_32 = [](const cs_arm64_op& op) {
+                return op.type == ARM64_OP_IMM && op.imm >= 0 && op.imm <= 0xffffffffLL &&
+                       (op.shift.type == ARM64_SFT_INVALID || op.shift.value == 0);
+            };
+            const bool x = dst >= ARM64_REG_X0 && dst <= ARM64_REG_X15;
+            const bool masked =
+                x && insn.id == ARM64_INS_AND && a.op_count == 3 && below_2_32(a.operands[2]);
+            // mov x13, #0x1580; sub sp, sp, x13: a large frame's size.
+            const bool constant = x && (insn.id == ARM64_INS_MOV || insn.id == ARM64_INS_MOVZ) &&
+                                  a.op_count == 2 && below_2_32(a.operands[1]);
+            const auto d = dwarf_number(dst);
+            if ((w || masked || constant) && d && *d < 16 &&
+                ((unsigned{out.gpr_written} >> *d) & 1U) != 0)
+                out.gpr_narrowed = static_cast<std::uint16_t>(1U << *d);
         }
         // A writeback to any other base register.
         if (a.writeback)

@@ -157,6 +157,8 @@ bool DecodeMemo::pack(const Instruction& in, std::span<const RegisterAccess> acc
         return false;
     e.store_size = in.store_size;
     e.clobbered = in.clobbered;
+    e.gpr_written = in.gpr_written;
+    e.gpr_narrowed = in.gpr_narrowed;
     for (std::size_t k = 0; k < accesses.size(); ++k) {
         e.access_index[k] = accesses[k].index;
         if (!narrow(accesses[k].disp, e.access_disp[k])) return false;
@@ -183,6 +185,8 @@ void DecodeMemo::unpack(const Entry& e, std::uint64_t address, Code& out) {
     in.store_size = e.store_size;
     in.load_base = e.load_base;
     in.clobbered = e.clobbered;
+    in.gpr_written = e.gpr_written;
+    in.gpr_narrowed = e.gpr_narrowed;
     std::array<RegisterAccess, max_accesses> accesses{};
     const std::size_t n = std::size_t{e.saves} + e.loads;
     for (std::size_t k = 0; k < n; ++k)

@@ -91,7 +91,7 @@ class DecodeMemo {
 
   private:
     // An instruction without its address, its fields narrowed (remember()
-    // keeps only those that fit): 64 bytes.
+    // keeps only those that fit): 64 bytes, a cache line.
     struct Entry {
         // The encoding, zero-padded, then its size (0: empty), compared as
         // two words.
@@ -114,6 +114,8 @@ class DecodeMemo {
         std::int32_t target = 0; // from the instruction's address
         std::uint32_t store_size = 0;
         std::uint32_t clobbered = 0;
+        std::uint16_t gpr_written = 0;
+        std::uint16_t gpr_narrowed = 0;
         std::array<std::uint8_t, max_accesses> access_index{};
         std::array<std::int32_t, max_accesses> access_disp{};
     };

@@ -25,8 +25,18 @@ template <std::size_t N> struct State {
     bool reached = false;
     bool sp_known = false;
     bool fp_known = false;
+    // Where the SP is not known: CFA = rsp + d with d >= sp_bound, so that
+    // the SP lies at or below CFA - sp_bound (it was known, then lowered by
+    // an amount not known: alloca, a stack probe loop). Stores and calls
+    // below it cannot reach the slots above it.
+    bool sp_bounded = false;
+    // x86-64's general registers known to hold less than 2^32 (bit n: DWARF
+    // register n; Instruction::gpr_narrowed), which `sub rsp, r64` lowers
+    // the SP by without wrapping.
+    std::uint16_t narrow = 0;
     std::int64_t sp = 0;
     std::int64_t fp = 0;
+    std::int64_t sp_bound = 0;
     std::uint32_t intact = 0;     // bit i: register i holds its caller's value
     std::uint32_t slot_valid = 0; // bit i: slot[i] holds it
     std::array<std::int64_t, N> slot{};
@@ -44,7 +54,8 @@ template <std::size_t N> struct State {
     // GCC makes for the arrays (memcmp was 4 % of a module's translation).
     bool operator==(const State& o) const noexcept {
         if (reached != o.reached || sp_known != o.sp_known || fp_known != o.fp_known ||
-            sp != o.sp || fp != o.fp || intact != o.intact || slot_valid != o.slot_valid ||
+            sp_bounded != o.sp_bounded || narrow != o.narrow || sp != o.sp || fp != o.fp ||
+            sp_bound != o.sp_bound || intact != o.intact || slot_valid != o.slot_valid ||
             alt_valid != o.alt_valid || copy_valid != o.copy_valid)
             return false;
         for (std::size_t i = 0; i < N; ++i)
@@ -53,6 +64,13 @@ template <std::size_t N> struct State {
     }
 };
 
+// CFA - SP where known, else the least it can be; none where unbounded.
+template <std::size_t N> std::optional<std::int64_t> sp_distance(const State<N>& s) {
+    if (s.sp_known) return s.sp;
+    if (s.sp_bounded) return s.sp_bound;
+    return std::nullopt;
+}
+
 // The facts that hold on both paths.
 template <std::size_t N> State<N> meet(const State<N>& a, const State<N>& b) {
     if (!a.reached) return b;
@@ -60,6 +78,12 @@ template <std::size_t N> State<N> meet(const State<N>& a, const State<N>& b) {
     State<N> m = a;
     m.sp_known = a.sp_known && b.sp_known && a.sp == b.sp;
     m.fp_known = a.fp_known && b.fp_known && a.fp == b.fp;
+    // Two SPs that differ (a stack probe loop's): at most the higher one.
+    const auto da = sp_distance(a);
+    const auto db = sp_distance(b);
+    m.sp_bounded = !m.sp_known && da && db;
+    m.sp_bound = m.sp_bounded ? std::min(*da, *db) : 0;
+    m.narrow = a.narrow & b.narrow;
     m.intact = a.intact & b.intact;
     m.slot_valid = 0;
     for (std::size_t i = 0; i < m.slot.size(); ++i) {
@@ -106,6 +130,7 @@ template <std::size_t N> State<N> meet(const State<N>& a, const State<N>& b) {
 
 // Every register's caller value lost on this path.
 template <std::size_t N> void forget_registers(State<N>& s) {
+    s.narrow = 0;
     s.intact = 0;
     s.slot_valid = 0;
     s.slot.fill(0);
@@ -123,12 +148,17 @@ template <std::size_t N> void anchor(State<N>& s, const Row& row, const Abi& abi
     // a wider word stalls the read (no store forwarding).
     if (row.cfa.reg == abi.sp_reg) {
         if (s.sp_known && s.sp == row.cfa.offset) return;
-        if (s.sp_known && s.sp != row.cfa.offset) {
+        // An SP above the bound the path kept (rsp lowered, never raised)
+        // is not understood either.
+        if ((s.sp_known && s.sp != row.cfa.offset) ||
+            (s.sp_bounded && row.cfa.offset < s.sp_bound)) {
             forget_registers(s);
             ++stats.anchor_conflicts;
         }
         s.sp_known = true;
         s.sp = row.cfa.offset;
+        s.sp_bounded = false;
+        s.sp_bound = 0;
     } else if (row.cfa.reg == abi.fp_reg) {
         if (s.fp_known && s.fp == row.cfa.offset) return;
         // A frame pointer the path never set from the SP it counted: the
@@ -152,6 +182,14 @@ std::optional<std::int64_t> cfa_relative(const State<N>& s, Base base, std::int6
     if (base == Base::Sp && s.sp_known) return disp - s.sp;
     if (base == Base::Fp && s.fp_known) return disp - s.fp;
     return std::nullopt;
+}
+
+template <std::size_t N> void invalidate(State<N>& s, std::int64_t begin, std::int64_t size);
+
+// Every slot below CFA + end.
+template <std::size_t N> void invalidate_below(State<N>& s, std::int64_t end) {
+    constexpr std::int64_t lowest = std::numeric_limits<std::int32_t>::min();
+    invalidate(s, lowest, end - lowest);
 }
 
 template <std::size_t N> void invalidate(State<N>& s, std::int64_t begin, std::int64_t size) {
@@ -199,19 +237,33 @@ void transfer(State<N>& s, const Code& code, const Instruction& in,
         const auto at = cfa_relative(s, in.store_base, in.store_disp);
         if (at) {
             invalidate(s, *at, in.store_size);
+        } else if (in.store_base == Base::Sp && s.sp_bounded) {
+            // rsp <= CFA - sp_bound: the store ends below CFA - sp_bound +
+            // disp + size.
+            invalidate_below(s, -s.sp_bound + in.store_disp + std::int64_t{in.store_size});
         } else {
             s.slot_valid = 0;
         }
     }
     if (in.flow == Flow::Call) {
-        if (s.sp_known)
-            invalidate(s, std::numeric_limits<std::int32_t>::min(),
-                       -s.sp - std::int64_t{std::numeric_limits<std::int32_t>::min()});
-        else {
+        if (const auto d = sp_distance(s)) {
+            invalidate_below(s, -*d);
+        } else {
             s.slot_valid = 0;
             s.alt_valid = 0;
         }
     }
+    // `sub rsp, r64` lowers the SP where r64 holds less than 2^32 (its
+    // value before this instruction's writes).
+    const bool lowers =
+        in.sp == SpEffect::Lower &&
+        (in.sp_delta < 0 ||
+         (in.sp_delta < 16 &&
+          ((std::uint32_t{s.narrow} >> static_cast<unsigned>(in.sp_delta)) & 1U) != 0));
+    // A call may leave any register the callee need not preserve above 2^32.
+    s.narrow = in.flow == Flow::Call
+                   ? 0
+                   : static_cast<std::uint16_t>((s.narrow & ~in.gpr_written) | in.gpr_narrowed);
     // A whole register stored while it holds its caller's value: its slot.
     for (const auto& save : code.saves(in)) {
         const std::size_t i = save.index;
@@ -255,6 +307,7 @@ void transfer(State<N>& s, const Code& code, const Instruction& in,
     // The frame pointer, then the stack pointer (leave: rsp from the old rbp).
     const bool fp_was_known = s.fp_known;
     const std::int64_t fp_was = s.fp;
+    const std::optional<std::int64_t> distance_was = sp_distance(s);
     switch (in.fp) {
     case FpEffect::None:
         break;
@@ -273,19 +326,31 @@ void transfer(State<N>& s, const Code& code, const Instruction& in,
     case SpEffect::Add:
         // rsp += d: CFA = rsp + (sp - d).
         s.sp -= in.sp_delta;
+        if (s.sp_bounded) s.sp_bound -= in.sp_delta;
         break;
     case SpEffect::FromFp:
         s.sp_known = fp_was_known;
         s.sp = fp_was - in.sp_delta;
+        s.sp_bounded = false;
+        break;
+    case SpEffect::Lower:
+        // At or below where it was (a user stack lies far above 4 GiB, so
+        // subtracting less than 2^32 does not wrap).
+        s.sp_known = false;
+        s.sp_bounded = lowers && distance_was.has_value();
+        s.sp_bound = distance_was.value_or(0);
         break;
     case SpEffect::Unknown:
         s.sp_known = false;
+        s.sp_bounded = false;
         break;
     }
     // Offsets beyond what a frame can be are not believed.
     constexpr std::int64_t frame_limit = std::int64_t{1} << 31;
     if (s.sp_known && (s.sp < -frame_limit || s.sp > frame_limit)) s.sp_known = false;
     if (s.fp_known && (s.fp < -frame_limit || s.fp > frame_limit)) s.fp_known = false;
+    if (s.sp_known || (s.sp_bound < -frame_limit || s.sp_bound > frame_limit)) s.sp_bounded = false;
+    if (!s.sp_bounded) s.sp_bound = 0;
 }
 
 // Below the stack pointer, only the ABI's red zone (Abi::red_zone; x86-64
@@ -576,6 +641,8 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
     for (State<N> used; body.reached && !(used == body);) {
         used = body;
         State<N> seed = body;
+        // A landing pad is entered after its call's callee ran.
+        seed.narrow = 0;
         for (std::size_t k = 0; k < insns.size(); ++k) {
             // Alignment padding after a ret or jump is never run.
             if (insns[k].padding) continue;
@@ -591,6 +658,8 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
                 State<N> entry = seed;
                 entry.sp_known = fall.sp_known;
                 entry.sp = fall.sp;
+                entry.sp_bounded = fall.sp_bounded;
+                entry.sp_bound = fall.sp_bound;
                 entry.fp_known = fall.fp_known;
                 entry.fp = fall.fp;
                 propagate(k, entry);

@@ -37,9 +37,15 @@ enum class Base : std::uint8_t {
 // pre-indexed `stp x29, x30, [sp, #-16]!` stores at SP-16, then SP -= 16).
 enum class SpEffect : std::uint8_t {
     None,
-    Add,     // SP += delta (push: -8, pop: +8, sub/add/lea of constants, writeback)
-    FromFp,  // SP = FP + delta (mov rsp, rbp; lea rsp, [rbp+d]; leave: +8; mov sp, x29)
-    Unknown, // any other write (and rsp, -16; mov rsp, rax; enter; sub sp, sp, x16)
+    Add,    // SP += delta (push: -8, pop: +8, sub/add/lea of constants, writeback)
+    FromFp, // SP = FP + delta (mov rsp, rbp; lea rsp, [rbp+d]; leave: +8; mov sp, x29)
+    // SP lowered by an amount not known: at or below where it was
+    // (and rsp, -16: an AND never makes an unsigned value larger; sub rsp,
+    // rax and sub sp, sp, x1: when the register holds less than 2^32,
+    // State::narrow). sp_delta: the DWARF number of the register
+    // subtracted, or -1 for none (the AND).
+    Lower,
+    Unknown, // any other write (mov rsp, rax; enter; sub sp, sp, x16)
 };
 
 // What one instruction does to the frame pointer.
@@ -88,6 +94,14 @@ struct Instruction {
     // that give no copies leave copy_from, copy_to and `written`.
     std::uint16_t copy_from = 0;
     std::uint16_t copy_to = 0;
+    // The general registers numbered 0-15 in DWARF (x86-64's sixteen,
+    // AArch64's x0-x15; bit n: register n) the instruction writes, and of
+    // those, the ones it leaves below 2^32: a 32-bit destination is
+    // zero-extended into its 64-bit register (Intel SDM vol. 1, section
+    // 3.4.1.1; a W register's write zeroes the X register's upper half).
+    // s390x's decoder leaves both 0.
+    std::uint16_t gpr_written = 0;
+    std::uint16_t gpr_narrowed = 0;
     bool copies = false;
     std::uint8_t size = 0;
     Flow flow = Flow::Next;
@@ -104,6 +118,7 @@ struct Instruction {
     std::uint8_t loads = 0;
     friend bool operator==(const Instruction&, const Instruction&) = default;
 };
+static_assert(sizeof(Instruction) == 80, "no padding between the fields");
 
 // An instruction that sets the SP or the FP from the SP or the FP plus a
 // constant (add sp, sp, #d; mov sp, x29; lgr %r11,%r15; la %r15,d(%r11)):

@@ -108,6 +108,7 @@ std::optional<std::uint16_t> dwarf_gpr(unsigned reg) {
 
 constexpr std::uint16_t dwarf_rbp = 6;
 constexpr std::uint16_t dwarf_rsp = 7;
+constexpr std::uint16_t all_gprs = 0xffff;
 
 bool is_full(unsigned reg) {
     switch (reg) {
@@ -149,6 +150,7 @@ class Reducer {
         out.address = address;
         out.size = x.size;
         out.padding = x.id == X86_INS_NOP || x.id == X86_INS_INT3;
+        out.gpr_written = x.regs_known ? x.written : all_gprs;
         flow(x, out);
         switch (x.id) {
         case X86_INS_PUSH:
@@ -314,6 +316,7 @@ class Reducer {
             }
         }
         stack_pointer(x, out);
+        out.gpr_narrowed = narrowed(x);
 
         if (!x.regs_known) {
             // Nothing known of what it writes: every register and both
@@ -336,8 +339,49 @@ class Reducer {
         }
     }
 
-    // sub/add rsp, imm; lea rsp, [rsp/rbp + d]; mov rsp, rbp; mov rbp, rsp;
-    // lea rbp, [rsp + d].
+    // The register an instruction leaves below 2^32: its destination, a
+    // 32-bit register that the write zero-extends (SDM vol. 1, section
+    // 3.4.1.1), or any register ANDed with a mask below 2^32 or set to such
+    // a constant. Only
+    // instructions that always write it: bsf and bsr leave it as it was
+    // where their source is 0, and a shift by 0 is left out too.
+    static std::uint16_t narrowed(const X86Form& x) {
+        if (!x.regs_known || x.op_count == 0) return 0;
+        const X86Operand& dst = x.operands[0];
+        if (dst.type != X86_OP_REG || (dst.access & CS_AC_WRITE) == 0) return 0;
+        const auto d = dwarf_gpr(dst.reg);
+        if (!d || (x.written & (1U << *d)) == 0) return 0;
+        const auto bit = static_cast<std::uint16_t>(1U << *d);
+        if (dst.size == 8)
+            return (x.id == X86_INS_AND || x.id == X86_INS_MOV || x.id == X86_INS_MOVABS) &&
+                           x.op_count == 2 && x.operands[1].type == X86_OP_IMM &&
+                           x.operands[1].value >= 0 && x.operands[1].value <= 0xffffffffLL
+                       ? bit
+                       : 0;
+        if (dst.size != 4) return 0;
+        switch (x.id) {
+        case X86_INS_MOV:
+        case X86_INS_MOVZX:
+        case X86_INS_MOVSX:
+        case X86_INS_AND:
+        case X86_INS_OR:
+        case X86_INS_XOR:
+        case X86_INS_ADD:
+        case X86_INS_SUB:
+        case X86_INS_LEA:
+        case X86_INS_NEG:
+        case X86_INS_NOT:
+        case X86_INS_INC:
+        case X86_INS_DEC:
+        case X86_INS_IMUL:
+            return bit;
+        default:
+            return 0;
+        }
+    }
+
+    // sub/add rsp, imm; and rsp, imm; sub rsp, r64; lea rsp, [rsp/rbp + d];
+    // mov rsp, rbp; mov rbp, rsp; lea rbp, [rsp + d].
     static void stack_pointer(const X86Form& x, Instruction& out) {
         if (x.op_count != 2 || x.operands[0].type != X86_OP_REG) return;
         const auto dst = dwarf_gpr(x.operands[0].reg);
@@ -347,6 +391,13 @@ class Reducer {
             if ((x.id == X86_INS_SUB || x.id == X86_INS_ADD) && src.type == X86_OP_IMM) {
                 out.sp = SpEffect::Add;
                 out.sp_delta = x.id == X86_INS_SUB ? -src.value : src.value;
+            } else if (x.id == X86_INS_AND && src.type == X86_OP_IMM) {
+                out.sp = SpEffect::Lower;
+                out.sp_delta = -1;
+            } else if (x.id == X86_INS_SUB && src.type == X86_OP_REG && is_full(src.reg)) {
+                // alloca and variable-length arrays: rsp -= n.
+                out.sp = SpEffect::Lower;
+                out.sp_delta = *dwarf_gpr(src.reg);
             } else if (x.id == X86_INS_LEA && src.type == X86_OP_MEM &&
                        src.index == X86_REG_INVALID && src.segment == X86_REG_INVALID) {
                 if (src.reg == X86_REG_RSP) {
