@@ -30,9 +30,10 @@ template <std::size_t N> struct State {
     // an amount not known: alloca, a stack probe loop). Stores and calls
     // below it cannot reach the slots above it.
     bool sp_bounded = false;
-    // x86-64's general registers known to hold less than 2^32 (bit n: DWARF
-    // register n; Instruction::gpr_narrowed), which `sub rsp, r64` lowers
-    // the SP by without wrapping.
+    // General registers known to hold less than 2^32 (bit n: DWARF register
+    // n, x86-64's sixteen and AArch64's x0-x15; Instruction::gpr_narrowed),
+    // which `sub rsp, r64` and `sub sp, sp, xN` lower the SP by without
+    // wrapping.
     std::uint16_t narrow = 0;
     std::int64_t sp = 0;
     std::int64_t fp = 0;
@@ -184,14 +185,6 @@ std::optional<std::int64_t> cfa_relative(const State<N>& s, Base base, std::int6
     return std::nullopt;
 }
 
-template <std::size_t N> void invalidate(State<N>& s, std::int64_t begin, std::int64_t size);
-
-// Every slot below CFA + end.
-template <std::size_t N> void invalidate_below(State<N>& s, std::int64_t end) {
-    constexpr std::int64_t lowest = std::numeric_limits<std::int32_t>::min();
-    invalidate(s, lowest, end - lowest);
-}
-
 template <std::size_t N> void invalidate(State<N>& s, std::int64_t begin, std::int64_t size) {
     if ((s.slot_valid | s.alt_valid) == 0) return;
     for (std::size_t i = 0; i < s.slot.size(); ++i) {
@@ -202,6 +195,13 @@ template <std::size_t N> void invalidate(State<N>& s, std::int64_t begin, std::i
         if ((s.alt_valid & bit) != 0 && s.alt[i] < begin + size && begin < s.alt[i] + 8)
             s.alt_valid &= ~bit;
     }
+}
+
+// Every slot below CFA + end (end is within a few frame_limits of 0, so
+// end - lowest does not overflow).
+template <std::size_t N> void invalidate_below(State<N>& s, std::int64_t end) {
+    constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min() / 2;
+    invalidate(s, lowest, end - lowest);
 }
 
 template <std::size_t N>
