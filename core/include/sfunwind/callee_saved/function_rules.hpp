@@ -22,17 +22,21 @@
 //    such code is entered from.
 //  - The stack pointer: pushes, pops, `sub`/`add`/`lea` of constants, `mov
 //    rsp, rbp` and `leave` with a known frame pointer; anything else makes it
-//    unknown. The SFrame row that covers each instruction is the anchor: a
-//    row whose CFA is SP-based (FP-based) gives the offset exactly, and one
-//    that disagrees with the path's own count turns every register of that
-//    path to unknown. A disagreement is never resolved by a guess.
+//    unknown. Where it is unknown but only lowered since it was known (a
+//    stack probe loop, `and rsp, -16`, `sub rsp, r64` with a value below
+//    2^32: an alloca), it is bounded: at or below CFA - d. The SFrame row
+//    that covers each instruction is the anchor: a row whose CFA is SP-based
+//    (FP-based) gives the offset exactly, and one that disagrees with the
+//    path's own count turns every register of that path to unknown. A
+//    disagreement is never resolved by a guess.
 //  - Saves: a push, or an 8-byte store relative to SP or FP, of a register
 //    that still holds its caller's value gives its slot (CFA-relative). A
 //    slot stays valid until a store overlaps it, a store through SP at an
-//    offset the count does not know, or a call clobbering the stack below
-//    SP. Stores through other registers, through rbp at an unknown offset
-//    (rbp used as a pointer), and indexed stores (arrays) are taken not to
-//    reach the register save area, as the psABI's frame layout implies.
+//    offset the count does not know (nor bounds below the slot), or a call
+//    clobbering the stack below SP. Stores through other registers, through
+//    rbp at an unknown offset (rbp used as a pointer), and indexed stores
+//    (arrays) are taken not to reach the register save area, as the psABI's
+//    frame layout implies.
 //  - Restores: a pop or 8-byte load from the register's own valid slot gives
 //    the caller's value back; any other write (Capstone's register access
 //    lists, so sub-registers and implicit writes count) loses it.
