@@ -64,11 +64,6 @@ std::string uuid_key(const std::string& uuid) {
 
 } // namespace
 
-std::shared_ptr<const elf::ModuleRows> ModuleCatalog::file(const std::string& path,
-                                                           const std::string& uuid) {
-    return file(path, uuid, nullptr);
-}
-
 std::shared_ptr<const elf::ModuleRows>
 ModuleCatalog::file(const std::string& path, const std::string& uuid,
                     std::shared_ptr<const elf::ElfFile> opened) {

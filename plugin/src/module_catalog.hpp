@@ -58,11 +58,11 @@ class ModuleCatalog {
     // Broken sections found since the last call, one message each, once per file.
     std::vector<std::string> take_new_problems();
     // The parsed file of one path (cached); never null.
-    std::shared_ptr<const elf::ModuleRows> file(const std::string& path, const std::string& uuid);
-    // The same, from `opened` (that path, opened by the caller) when the
-    // path is not cached yet.
-    std::shared_ptr<const elf::ModuleRows> file(const std::string& path, const std::string& uuid,
-                                                std::shared_ptr<const elf::ElfFile> opened);
+    // `opened`, when given, is that path already opened by the caller, used
+    // when the path is not cached yet.
+    std::shared_ptr<const elf::ModuleRows>
+    file(const std::string& path, const std::string& uuid,
+         std::shared_ptr<const elf::ElfFile> opened = nullptr);
     // The same for a module that exists only in the process's memory (the
     // vdso): its image is read from there.
     std::shared_ptr<const elf::ModuleRows> memory_file(lldb::SBTarget& target,

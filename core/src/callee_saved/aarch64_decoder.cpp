@@ -306,8 +306,7 @@ class Reducer {
             const auto n = dwarf_number(amount.reg);
             const bool plain = (amount.ext == ARM64_EXT_INVALID || amount.ext == ARM64_EXT_UXTX) &&
                                (amount.shift.type == ARM64_SFT_INVALID || amount.shift.value == 0);
-            if (n && *n < 31 && plain && amount.reg >= ARM64_REG_X0 &&
-                amount.reg <= ARM64_REG_X28) {
+            if (n && plain && amount.reg >= ARM64_REG_X0 && amount.reg <= ARM64_REG_X28) {
                 out.sp = SpEffect::Lower;
                 out.sp_delta = *n;
                 return;

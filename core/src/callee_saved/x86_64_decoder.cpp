@@ -342,9 +342,8 @@ class Reducer {
     // The register an instruction leaves below 2^32: its destination, a
     // 32-bit register that the write zero-extends (SDM vol. 1, section
     // 3.4.1.1), or any register ANDed with a mask below 2^32 or set to such
-    // a constant. Only
-    // instructions that always write it: bsf and bsr leave it as it was
-    // where their source is 0, and a shift by 0 is left out too.
+    // a constant. Only instructions that always write it: bsf and bsr leave
+    // it as it was where their source is 0, and a shift by 0 is left out.
     static std::uint16_t narrowed(const X86Form& x) {
         if (!x.regs_known || x.op_count == 0) return 0;
         const X86Operand& dst = x.operands[0];
