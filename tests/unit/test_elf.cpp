@@ -429,8 +429,7 @@ TEST_CASE("ElfFile is movable and its libelf handle survives the move", "[elf]")
     CHECK(other.section_bytes(".eh_frame")->size() == 0x178);
 }
 
-TEST_CASE("threads reading a file's code at once each get the file's bytes, read once",
-          "[elf]") {
+TEST_CASE("threads reading a file's code at once each get the file's bytes, read once", "[elf]") {
     // What a module's translation does: threads ask for functions' code
     // that other threads may be reading or have read.
     const auto path = test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47";
@@ -453,8 +452,7 @@ TEST_CASE("threads reading a file's code at once each get the file's bytes, read
                     continue;
                 const auto code = f->loaded_bytes(fn.value, fn.size);
                 const auto at = static_cast<long>(text.offset + (fn.value - text.vaddr));
-                if (!code || !std::equal(code->begin(), code->end(), whole.begin() + at))
-                    ++wrong;
+                if (!code || !std::equal(code->begin(), code->end(), whole.begin() + at)) ++wrong;
                 ++checked;
             }
         });
@@ -571,20 +569,65 @@ TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[
         CHECK(gone.error().code() == Errc::Io);
         CHECK(has_text(gone.error(), copy.string()));
     }
+    SECTION("a kept descriptor serves the reads until it is closed") {
+        const auto copy = std::filesystem::temp_directory_path() / "sfunwind-test-kept.elf";
+        std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
+        auto g = elf::ElfFile::open(copy.string(), true);
+        REQUIRE(g);
+        // Removed: only the descriptor open() kept still reaches the bytes.
+        std::filesystem::remove(copy);
+        auto kept = g->sframe();
+        REQUIRE(kept);
+        const auto third = kept->fde(kept->fde_count() / 3);
+        REQUIRE(third);
+        const auto row = kept->lookup(third->start);
+        REQUIRE(row);
+        CHECK(*row == *section->lookup(third->start));
+        g->close_descriptor();
+        // Closed: a read of what is not read yet opens the file by name.
+        const auto unread = g->loaded_bytes(fn.value, fn.size);
+        CHECK_FALSE(unread);
+        const auto lost = kept->lookup(section->fde(section->fde_count() - 1)->start);
+        REQUIRE_FALSE(lost);
+        CHECK(has_text(lost.error(), copy.string()));
+    }
+}
+
+TEST_CASE("open(): a file of up to 16 KiB is read whole, in one read", "[elf]") {
+    // 15,248 bytes: the header, .sframe and the section headers are in three
+    // of its four pages, which would be three reads.
+    const auto path =
+        test::source_dir() / "tests/fixtures/bin/gas-2.47/plt-O2-fp/libfixture_plt.so";
+    const auto whole = test::read_bytes(path);
+    REQUIRE(whole.size() == 15248);
+    auto f = elf::ElfFile::open(path.string());
+    REQUIRE(f);
+    CHECK(f->bytes_read() == whole.size());
+    const auto section = f->sframe();
+    REQUIRE(section);
+    CHECK(f->bytes_read() == whole.size());
+    const auto image = f->image();
+    CHECK(std::equal(image.begin(), image.end(), whole.begin(), whole.end()));
+    // A larger file: its first page only.
+    auto g = elf::ElfFile::open(
+        (test::source_dir() / "tests/fixtures/bin/gas-2.47/recurse-O0-g").string());
+    REQUIRE(g);
+    CHECK(g->bytes_read() < 16384);
 }
 
 TEST_CASE("sframe(): a small section is copied, not read into the image", "[elf]") {
-    // 214 bytes of .sframe at file offset 0x20f8, alone in its page: the
-    // page would cost 4 KiB for them. The copy gives the same rows as the
-    // section read in place, and the image never holds the page.
-    const auto path =
-        test::source_dir() / "tests/fixtures/bin/gas-2.47/plt-O2-fp/libfixture_plt.so";
+    // 394 bytes of .sframe at file offset 0x2218, alone in its page (the
+    // file is 19,632 bytes, more than open() reads whole): the page would
+    // cost 4 KiB for them. The copy gives the same rows as the section read
+    // in place, and the image never holds the page.
+    const auto path = test::source_dir() / "tests/fixtures/bin/gas-2.47/recurse-O0-g";
     const auto whole = test::read_bytes(path);
     auto f = elf::ElfFile::open(path.string());
     REQUIRE(f);
     const auto where = f->find_sframe();
     REQUIRE(where);
-    REQUIRE(where->size == 0xd6);
+    REQUIRE(where->size == 0x18a);
+    REQUIRE(where->file_offset == 0x2218);
     const std::size_t before = f->bytes_read();
     auto copied = f->sframe();
     REQUIRE(copied);
@@ -610,6 +653,23 @@ TEST_CASE("sframe(): a small section is copied, not read into the image", "[elf]
     }
     CHECK(compared > 50);
     CHECK(f->bytes_read() == before);
+    // scan_sframe() hands over the copy: no read of the file, which may be
+    // gone by now.
+    {
+        const auto copy = std::filesystem::temp_directory_path() / "sfunwind-test-copied.elf";
+        std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
+        auto g = elf::ElfFile::open(copy.string());
+        REQUIRE(g);
+        REQUIRE(g->sframe());
+        std::filesystem::remove(copy);
+        std::vector<std::uint8_t> scanned;
+        REQUIRE(g->scan_sframe(*where, [&](std::span<const std::uint8_t> piece) {
+            scanned.insert(scanned.end(), piece.begin(), piece.end());
+        }));
+        CHECK(std::equal(scanned.begin(), scanned.end(),
+                         whole.begin() + static_cast<long>(where->file_offset),
+                         whole.begin() + static_cast<long>(where->file_offset + where->size)));
+    }
     // sframe_bytes() still reads the section into the image.
     REQUIRE(f->sframe_bytes(*where));
     CHECK(f->bytes_read() > before);

@@ -124,6 +124,14 @@ struct ElfFile::Impl {
     // Small sections' bytes copied out of the file (sframe()), one per
     // section offset, kept as long as the file.
     mutable std::list<std::pair<std::uint64_t, std::vector<std::uint8_t>>> copies;
+    // The copy of [file_offset, + size) copy_at() made, if it made one.
+    std::optional<std::span<const std::uint8_t>> copy_if_made(std::uint64_t file_offset,
+                                                              std::uint64_t size) const {
+        const std::lock_guard lock(on_demand_mutex);
+        for (const auto& [at, bytes] : copies)
+            if (at == file_offset && bytes.size() == size) return std::span(bytes);
+        return std::nullopt;
+    }
     // A copy of [file_offset, + size) read from the file, or empty.
     std::span<const std::uint8_t> copy_at(std::uint64_t file_offset, std::uint64_t size) const {
         const std::lock_guard lock(on_demand_mutex);
@@ -456,12 +464,20 @@ ElfFile::ElfFile(ElfFile&&) noexcept = default;
 ElfFile& ElfFile::operator=(ElfFile&&) noexcept = default;
 ElfFile::~ElfFile() = default;
 
-Expected<ElfFile> ElfFile::open(const std::string& path) {
+Expected<ElfFile> ElfFile::open(const std::string& path, bool keep_descriptor) {
     auto impl = std::make_unique<Impl>();
     impl->name = path;
-    if (std::string why; !impl->image.open(path, why)) return Error(Errc::Io, path + ": " + why);
+    // Kept through the headers' reads at least: the section headers are
+    // usually at the file's end, a chunk open() does not read.
+    if (std::string why; !impl->image.open(path, why, true))
+        return Error(Errc::Io, path + ": " + why);
     if (auto st = impl->read_headers(); !st) return std::move(st).error();
+    if (!keep_descriptor) impl->image.close_descriptor();
     return ElfFile(std::move(impl));
+}
+
+void ElfFile::close_descriptor() const noexcept {
+    if (impl_) impl_->image.close_descriptor();
 }
 
 Expected<ElfFile> ElfFile::from_bytes(std::span<const std::uint8_t> bytes, std::string name) {
@@ -762,6 +778,11 @@ ElfFile::scan_sframe(const SframeLocation& where,
                      const std::function<void(std::span<const std::uint8_t>)>& consume) const {
     auto bytes = impl_->located(where);
     if (!bytes) return std::move(bytes).error();
+    // A small section sframe() copied is not read again.
+    if (const auto copy = impl_->copy_if_made(where.file_offset, bytes->size())) {
+        consume(*copy);
+        return ok();
+    }
     if (impl_->image.scan(where.file_offset, bytes->size(), consume)) return ok();
     return impl_->error(Errc::Io,
                         "cannot read " + where.name + " (" + std::to_string(bytes->size()) +

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <new>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,14 +14,15 @@
 namespace sfunwind::elf::detail {
 namespace {
 
-// Closes a descriptor on every path out.
+// Closes a descriptor it owns on every path out (not the image's kept one).
 struct Descriptor {
     int fd;
-    explicit Descriptor(int f) : fd(f) {}
+    bool owned;
+    explicit Descriptor(int f, bool own = true) : fd(f), owned(own) {}
     Descriptor(const Descriptor&) = delete;
     Descriptor& operator=(const Descriptor&) = delete;
     ~Descriptor() {
-        if (fd >= 0) ::close(fd);
+        if (owned && fd >= 0) ::close(fd);
     }
 };
 
@@ -48,8 +50,11 @@ FileImage::FileImage(FileImage&& other) noexcept {
 FileImage& FileImage::operator=(FileImage&& other) noexcept {
     if (this == &other) return *this;
     release();
+    close_descriptor();
+    kept_fd_ = std::exchange(other.kept_fd_, -1);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    on_heap_ = std::exchange(other.on_heap_, false);
     path_ = std::move(other.path_);
     device_ = other.device_;
     inode_ = other.inode_;
@@ -64,13 +69,22 @@ FileImage& FileImage::operator=(FileImage&& other) noexcept {
 }
 
 FileImage::~FileImage() {
+    close_descriptor();
     release();
 }
 
+void FileImage::close_descriptor() const noexcept {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (kept_fd_ >= 0) ::close(kept_fd_);
+    kept_fd_ = -1;
+}
+
 void FileImage::release() noexcept {
-    if (data_ != nullptr) ::munmap(data_, size_);
+    if (data_ != nullptr && on_heap_) delete[] data_;
+    if (data_ != nullptr && !on_heap_) ::munmap(data_, size_);
     data_ = nullptr;
     size_ = 0;
+    on_heap_ = false;
 }
 
 bool FileImage::allocate(std::size_t size) {
@@ -79,6 +93,15 @@ bool FileImage::allocate(std::size_t size) {
     present_ = std::make_unique<std::atomic<bool>[]>(chunks_); // all false
     resident_ = 0;
     if (size == 0) return true;
+    if (size < heap_below) {
+        // Left uninitialised: malloc writes only its chunk headers, so the
+        // pages no chunk is read into stay as unused as mapped ones.
+        data_ = new (std::nothrow) std::uint8_t[size];
+        if (data_ == nullptr) return false;
+        on_heap_ = true;
+        size_ = size;
+        return true;
+    }
     // Anonymous pages cost nothing until written: only the chunks read
     // become resident.
     void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
@@ -98,8 +121,9 @@ void FileImage::assign(std::span<const std::uint8_t> bytes) {
     path_.clear();
 }
 
-bool FileImage::open(const std::string& path, std::string& error) {
-    const Descriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+bool FileImage::open(const std::string& path, std::string& error, bool keep_descriptor) {
+    close_descriptor();
+    Descriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (file.fd < 0) {
         error = std::strerror(errno);
         return false;
@@ -121,14 +145,20 @@ bool FileImage::open(const std::string& path, std::string& error) {
         mtime_nsec_ = info.st_mtim.tv_nsec;
         // Every reader starts with the first chunk (the ELF header): read
         // now, through the descriptor open here, where a later fill would
-        // open the file again. A failed read leaves it to ensure().
-        const std::size_t first = std::min(size_, chunk);
+        // open the file again. A file of at most read_whole_to bytes is read
+        // whole: its readers ask for most of its chunks anyway (the header,
+        // the section headers at the end, .sframe or the dynamic section
+        // between), each a read of its own. A failed read leaves it to
+        // ensure().
+        const std::size_t first = size_ <= read_whole_to ? size_ : std::min(size_, chunk);
         if (read_fully(file.fd, data_, first, 0)) {
-            present_[0].store(true, std::memory_order_relaxed);
+            for (std::size_t c = 0; c * chunk < first; ++c)
+                present_[c].store(true, std::memory_order_relaxed);
             resident_ = first;
         } else {
             error_.clear();
         }
+        if (keep_descriptor) kept_fd_ = std::exchange(file.fd, -1);
         return true;
     }
     // A size unknown in advance: read it all now.
@@ -172,6 +202,8 @@ bool FileImage::ensure(std::uint64_t offset, std::uint64_t length) const {
 }
 
 int FileImage::reopen() const {
+    // The descriptor open() kept is the file it checked.
+    if (kept_fd_ >= 0) return kept_fd_;
     Descriptor file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
     struct stat info {};
     if (file.fd < 0 || ::fstat(file.fd, &info) != 0) {
@@ -188,7 +220,7 @@ int FileImage::reopen() const {
 }
 
 bool FileImage::fill(std::size_t first_chunk, std::size_t last_chunk) const {
-    const Descriptor file(reopen());
+    const Descriptor file(reopen(), kept_fd_ < 0);
     if (file.fd < 0) return false;
     const std::uint64_t from = std::uint64_t{first_chunk} * chunk;
     const std::uint64_t to = std::min<std::uint64_t>(std::uint64_t{last_chunk + 1} * chunk, size_);
@@ -223,7 +255,7 @@ bool FileImage::scan(std::uint64_t offset, std::uint64_t length,
                 {data_ + at, static_cast<std::size_t>(std::min<std::uint64_t>(piece, end - at))});
         return true;
     }
-    const Descriptor file(reopen());
+    const Descriptor file(reopen(), kept_fd_ < 0);
     if (file.fd < 0) return false;
     std::vector<std::uint8_t> buffer(
         static_cast<std::size_t>(std::min<std::uint64_t>(piece, end - offset)));

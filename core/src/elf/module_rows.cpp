@@ -60,9 +60,12 @@ ModuleRows open_module_rows(std::shared_ptr<const ElfFile> file) {
 }
 
 ModuleRows open_module_rows(const std::string& path) {
-    auto file = ElfFile::open(path);
+    // One descriptor for the headers and the SFrame section's first reads.
+    auto file = ElfFile::open(path, true);
     if (!file) return unreadable(std::move(file).error());
-    return open_module_rows(std::make_shared<const ElfFile>(std::move(*file)));
+    ModuleRows rows = open_module_rows(std::make_shared<const ElfFile>(std::move(*file)));
+    rows.file->close_descriptor();
+    return rows;
 }
 
 ModuleRows open_module_rows(std::span<const std::uint8_t> image, const std::string& name) {

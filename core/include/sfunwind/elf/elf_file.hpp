@@ -89,8 +89,14 @@ class ElfFile {
     // Opens the file and reads its headers; the rest is read as it is asked
     // for (the headers and section-name table now, then .sframe, the
     // symbols, code ranges: a debugger opening every module of a program
-    // reads little of each). Errors name the file.
-    static Expected<ElfFile> open(const std::string& path);
+    // reads little of each). Errors name the file. Each later read opens
+    // the file again (a debugger with thousands of modules holds no
+    // descriptors), unless `keep_descriptor`: then the descriptor opened
+    // here serves them until close_descriptor(), for a caller that reads
+    // more of the file at once (.sframe, the dynamic section).
+    static Expected<ElfFile> open(const std::string& path, bool keep_descriptor = false);
+    // Closes the descriptor open() kept, if any (the destructor does too).
+    void close_descriptor() const noexcept;
     // An ELF image already in memory (copied).
     static Expected<ElfFile> from_bytes(std::span<const std::uint8_t> bytes,
                                         std::string name = "<memory>");
