@@ -43,6 +43,7 @@ std::string spec_path(const lldb::SBFileSpec& spec) {
 
 bool same_file(const std::string& a, const std::string& b) {
     if (a.empty() || b.empty()) return false;
+    if (a == b) return true; // the common case, without two stat(2) calls
     std::error_code ec;
     return std::filesystem::equivalent(a, b, ec) && !ec;
 }
@@ -398,12 +399,18 @@ std::string Coverage::serve(const std::string& build_id) {
     return entry->path;
 }
 
-void Coverage::prepare_file(const std::string& debugger_name, const std::string& path) {
+void Coverage::prepare_file(const std::string& debugger_name, const std::string& path,
+                            std::shared_ptr<const elf::ElfFile> opened) {
     // One open of the file for its build-id, whether it has SFrame and the
     // catalog's table (a probe for each opened it again: 300 libraries were
-    // about 600 opens more).
-    auto opened = elf::ElfFile::open(path);
-    if (!opened) return;
+    // about 600 opens more), its descriptor kept for the reads up to the
+    // catalog's table (the notes, the .sframe header and FDEs); or the one
+    // the walk of the needed libraries made.
+    if (!opened) {
+        auto own = elf::ElfFile::open(path, true);
+        if (!own) return;
+        opened = std::make_shared<const elf::ElfFile>(std::move(*own));
+    }
     const auto raw_id = opened->build_id();
     if (!raw_id) return; // LLDB matches debug files by build-id: nothing to prepare
     const std::string id = build_id_hex(*raw_id);
@@ -411,8 +418,8 @@ void Coverage::prepare_file(const std::string& debugger_name, const std::string&
     // A program may need dozens of libraries, few with SFrame: the others
     // are not read past their headers.
     if (!opened->find_sframe()) return;
-    const auto file =
-        catalog_.file(path, id, std::make_shared<const elf::ElfFile>(std::move(*opened)));
+    const auto file = catalog_.file(path, id, opened);
+    opened->close_descriptor();
     if (!file->sframe()) return;
     if (file->file && file->file->has_section(".debug_info") && lldb_major_ < 23) return;
     auto entry =
@@ -426,9 +433,9 @@ void Coverage::prepare_file(const std::string& debugger_name, const std::string&
 void Coverage::prepare(const std::string& debugger_name, const std::string& program,
                        const std::string& core) {
     if (!enabled()) return;
-    std::vector<std::string> paths;
+    std::vector<NeededLibrary> paths;
     if (!program.empty()) {
-        paths.push_back(program);
+        paths.push_back({program, nullptr});
         const auto id = read_build_id(program);
         if (const auto file = catalog_.file(program, id ? *id : std::string()); file->file)
             for (auto& lib : needed_libraries(*file->file, program))
@@ -440,9 +447,9 @@ void Coverage::prepare(const std::string& debugger_name, const std::string& prog
     if (!core.empty())
         if (auto names = core_file_names(core))
             for (auto& name : *names)
-                paths.push_back(std::move(name));
-    for (const auto& path : paths)
-        prepare_file(debugger_name, path);
+                paths.push_back({std::move(name), nullptr});
+    for (auto& [path, file] : paths)
+        prepare_file(debugger_name, path, std::move(file));
 }
 
 std::string Coverage::separate_debug_file(const std::string& debugger_name,
@@ -465,7 +472,26 @@ std::string Coverage::separate_debug_file(std::vector<std::string> dirs,
     dirs.emplace_back("/usr/lib/debug");
     const std::string ours = cache_dir();
     for (const auto& d : dirs) {
-        if (same_file(d, ours)) continue;
+        // Asked for every module: a directory known to be another than the
+        // cache is not compared again (two stat(2) calls each time).
+        std::string key = d;
+        key += '\n';
+        key += ours;
+        bool other = false;
+        {
+            const std::lock_guard lock(mutex_);
+            other = other_than_cache_.count(key) != 0;
+        }
+        if (!other) {
+            if (same_file(d, ours)) continue;
+            // Remembered only once both exist: the cache is made at its
+            // first file, and may then turn out to be `d`.
+            std::error_code ec;
+            if (std::filesystem::exists(d, ec) && std::filesystem::exists(ours, ec)) {
+                const std::lock_guard lock(mutex_);
+                other_than_cache_.insert(key);
+            }
+        }
         std::string candidate = d + rel;
         std::error_code ec;
         if (std::filesystem::exists(candidate, ec)) return candidate;
@@ -528,7 +554,9 @@ std::vector<std::string> Coverage::needed_of(const TargetModule& program) {
         const std::lock_guard lock(mutex_);
         if (auto it = needed_.find(key); it != needed_.end()) return it->second;
     }
-    std::vector<std::string> libs = needed_libraries(*program.table->file, program.path);
+    std::vector<std::string> libs;
+    for (auto& lib : needed_libraries(*program.table->file, program.path))
+        libs.push_back(std::move(lib.path));
     const std::lock_guard lock(mutex_);
     return needed_.emplace(key, std::move(libs)).first->second;
 }

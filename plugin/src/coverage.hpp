@@ -169,7 +169,9 @@ class Coverage {
                                     const elf::ModuleRows& file) const;
     // The debug file of one local file, made if missing (no SB call but the
     // settings read of separate_debug_file()).
-    void prepare_file(const std::string& debugger_name, const std::string& path);
+    // `opened`, when given, is that path opened already (no descriptor kept).
+    void prepare_file(const std::string& debugger_name, const std::string& path,
+                      std::shared_ptr<const elf::ElfFile> opened = nullptr);
     // Whether `symbols` is a copy LLDB's debuginfod client keeps of a file
     // the responder sent for build-id `id` (now `debug_file`).
     bool is_served_copy(const std::string& symbols, const std::string& id,
@@ -196,8 +198,11 @@ class Coverage {
     std::string parallel_load_before_; // target.parallel-module-load, if the plugin turned it off
     std::set<lldb::user_id_t> debuggers_;         // debuggers the plugin serves
     std::map<std::string, CacheEntry> generated_; // by debug file path, this session
-    std::set<std::string> reported_;              // debug files whose generation install() reported
-    std::set<std::string> asked_;                 // build-ids LLDB asked the responder for
+    // Search directories found to exist and not be the cache (by `dir` +
+    // '\n' + the cache's path): separate_debug_file() asks for each module.
+    mutable std::set<std::string> other_than_cache_;
+    std::set<std::string> reported_;      // debug files whose generation install() reported
+    std::set<std::string> asked_;         // build-ids LLDB asked the responder for
     std::map<std::string, bool> copies_;  // is_served_copy() answers, by both files' versions
     std::vector<std::string> debug_dirs_; // target.debug-file-search-paths, last read
     std::map<std::string, std::string> failures_; // by module path + uuid: why, reported once

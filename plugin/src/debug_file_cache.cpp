@@ -227,24 +227,38 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
                          " has no GNU build-id: LLDB could not match a debug file to it");
     CacheEntry entry;
     entry.path = path_for(build_id_hex(*id));
+    // Read once: the setting may change on another thread meanwhile.
+    const bool callee_saved = callee_saved_ && callee_saved::supported(file.sframe()->abi());
+    {
+        const std::lock_guard lock(mutex_);
+        const auto it = ensured_.find(entry.path);
+        if (it != ensured_.end() && it->second.module.lock() == file.file &&
+            it->second.base == base && it->second.callee_saved == callee_saved &&
+            hold_existing(entry.path)) {
+            CacheEntry again = it->second.entry;
+            again.generated_now = false;
+            again.evicted = 0;
+            again.busy = 0;
+            return again;
+        }
+    }
     const auto digest = sframe_digest(*file.file, *file.where);
     if (!digest) return digest.error();
     entry.sframe_bytes = file.sframe()->used_size();
-    // Read once: the setting may change on another thread meanwhile.
-    const bool callee_saved = callee_saved_ && callee_saved::supported(file.sframe()->abi());
     const std::string stamp = stamp_text(*digest, base, callee_saved);
     ++stamp_checks_;
     const std::string stamp_path = entry.path + ".stamp";
 
     const std::lock_guard lock(mutex_);
     std::error_code ec;
-    if (std::filesystem::exists(entry.path, ec) && read_small_file(stamp_path) == stamp &&
-        hold_existing(entry.path)) {
+    // hold_existing() finds out whether the file is there.
+    if (read_small_file(stamp_path) == stamp && hold_existing(entry.path)) {
         entry.debug_frame_bytes = 0; // not re-read: the file is LLDB's now
         // Its last use, for the limit (cache_limit.hpp): the stamp's time,
         // never the debug file's, which LLDB may compare.
         std::filesystem::last_write_time(stamp_path, std::filesystem::file_time_type::clock::now(),
                                          ec);
+        ensured_[entry.path] = Ensured{file.file, base, callee_saved, entry};
         return entry;
     }
     // The callee-saved analysis reads every function's instructions: about
@@ -349,6 +363,7 @@ DebugFileCache::ensure(const elf::ModuleRows& file, const std::string& base,
     }
     entry.skipped_fdes = frame->skipped.size();
     if (!frame->skipped.empty()) entry.first_skipped = frame->skipped.front().message();
+    ensured_[entry.path] = Ensured{file.file, base, callee_saved, entry};
     return entry;
 }
 

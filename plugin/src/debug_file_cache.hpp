@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -150,6 +151,19 @@ class DebugFileCache {
     std::uint64_t written_since_listing_ = 0;
     std::uint64_t listings_ = 0;
     std::atomic<std::uint64_t> stamp_checks_{0};
+    // What ensure() found or made for each debug file, with the module file
+    // object and the settings it was for: asked again for that same object
+    // (a session asks at `target create`, at the first stop and when it
+    // examines each module), it skips the stamp (a hash of the section, a
+    // stamp file read, its time set) and only checks that the file it holds
+    // is still the one by that name. Guarded by mutex_.
+    struct Ensured {
+        std::weak_ptr<const elf::ElfFile> module;
+        std::string base;
+        bool callee_saved = false;
+        CacheEntry entry;
+    };
+    std::map<std::string, Ensured> ensured_;
 };
 
 } // namespace sfunwind::lldb_plugin

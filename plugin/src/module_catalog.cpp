@@ -71,6 +71,13 @@ ModuleCatalog::file(const std::string& path, const std::string& uuid,
     {
         const std::lock_guard lock(mutex_);
         if (auto it = files_.find(key); it != files_.end()) return it->second;
+        // Without a UUID (a library the program needs, known by its path
+        // alone), the file read for that path under its UUID will do.
+        if (uuid.empty())
+            for (auto it = files_.lower_bound(path + '\n');
+                 it != files_.end() && it->first.compare(0, path.size() + 1, path + '\n') == 0;
+                 ++it)
+                if (it->first.find('\n', path.size() + 1) == std::string::npos) return it->second;
     }
     // Read outside the lock: a large file must not stall the other thread.
     auto parsed = std::make_shared<const elf::ModuleRows>(

@@ -57,7 +57,8 @@ class ModuleCatalog {
     std::vector<TargetModule> module_files(lldb::SBTarget& target);
     // Broken sections found since the last call, one message each, once per file.
     std::vector<std::string> take_new_problems();
-    // The parsed file of one path (cached); never null.
+    // The parsed file of one path (cached); never null. An empty `uuid`
+    // takes the path's file cached under any UUID.
     // `opened`, when given, is that path already opened by the caller, used
     // when the path is not cached yet.
     std::shared_ptr<const elf::ModuleRows>

@@ -47,7 +47,7 @@ Dynamic read_dynamic(const elf::ElfFile& file, const std::string& origin) {
 
 } // namespace
 
-std::vector<std::string> needed_libraries(const elf::ElfFile& program, const std::string& path) {
+std::vector<NeededLibrary> needed_libraries(const elf::ElfFile& program, const std::string& path) {
     const std::vector<std::string> system_dirs = {"/lib/x86_64-linux-gnu",
                                                   "/usr/lib/x86_64-linux-gnu",
                                                   "/lib/aarch64-linux-gnu",
@@ -58,7 +58,7 @@ std::vector<std::string> needed_libraries(const elf::ElfFile& program, const std
                                                   "/usr/lib64",
                                                   "/lib",
                                                   "/usr/lib"};
-    std::vector<std::string> out;
+    std::vector<NeededLibrary> out;
     std::set<std::string> seen_names;
     std::deque<std::pair<Dynamic, std::string>>
         queue; // (its dynamic section, the file's directory)
@@ -77,11 +77,15 @@ std::vector<std::string> needed_libraries(const elf::ElfFile& program, const std
                 candidate += name;
                 std::error_code ec;
                 if (!std::filesystem::is_regular_file(candidate, ec)) continue;
-                out.push_back(candidate);
-                if (auto lib = elf::ElfFile::open(candidate))
+                NeededLibrary& found = out.emplace_back(NeededLibrary{candidate, nullptr});
+                // One descriptor for the headers and the dynamic section.
+                if (auto lib = elf::ElfFile::open(candidate, true)) {
                     queue.emplace_back(
                         read_dynamic(*lib, std::filesystem::path(candidate).parent_path().string()),
                         "");
+                    lib->close_descriptor();
+                    found.file = std::make_shared<const elf::ElfFile>(std::move(*lib));
+                }
                 break;
             }
         }

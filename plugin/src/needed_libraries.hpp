@@ -8,13 +8,22 @@
 
 #include "sfunwind/elf/elf_file.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace sfunwind::lldb_plugin {
 
-// Paths of the libraries `program` (at `path`) needs, transitively (a
-// bounded number), each once. Names that cannot be found are left out.
-std::vector<std::string> needed_libraries(const elf::ElfFile& program, const std::string& path);
+struct NeededLibrary {
+    std::string path;
+    // The file as the walk opened it to read its dynamic section (no
+    // descriptor kept), for a caller that reads more of it; null when it is
+    // not an ELF file that could be read.
+    std::shared_ptr<const elf::ElfFile> file;
+};
+
+// The libraries `program` (at `path`) needs, transitively (a bounded
+// number), each once. Names that cannot be found are left out.
+std::vector<NeededLibrary> needed_libraries(const elf::ElfFile& program, const std::string& path);
 
 } // namespace sfunwind::lldb_plugin
