@@ -593,32 +593,9 @@ TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[
     }
 }
 
-TEST_CASE("open(): a file of up to 16 KiB is read whole, in one read", "[elf]") {
-    // 15,248 bytes: the header, .sframe and the section headers are in three
-    // of its four pages, which would be three reads.
-    const auto path =
-        test::source_dir() / "tests/fixtures/bin/gas-2.47/plt-O2-fp/libfixture_plt.so";
-    const auto whole = test::read_bytes(path);
-    REQUIRE(whole.size() == 15248);
-    auto f = elf::ElfFile::open(path.string());
-    REQUIRE(f);
-    CHECK(f->bytes_read() == whole.size());
-    const auto section = f->sframe();
-    REQUIRE(section);
-    CHECK(f->bytes_read() == whole.size());
-    const auto image = f->image();
-    CHECK(std::equal(image.begin(), image.end(), whole.begin(), whole.end()));
-    // A larger file: its first page only.
-    auto g = elf::ElfFile::open(
-        (test::source_dir() / "tests/fixtures/bin/gas-2.47/recurse-O0-g").string());
-    REQUIRE(g);
-    CHECK(g->bytes_read() < 16384);
-}
-
 TEST_CASE("sframe(): a small section is copied, not read into the image", "[elf]") {
-    // 394 bytes of .sframe at file offset 0x2218, alone in its page (the
-    // file is 19,632 bytes, more than open() reads whole): the page would
-    // cost 4 KiB for them. The copy gives the same rows as the section read
+    // 394 bytes of .sframe at file offset 0x2218, alone in its page: the
+    // page would cost 4 KiB for them. The copy gives the same rows as the section read
     // in place, and the image never holds the page.
     const auto path = test::source_dir() / "tests/fixtures/bin/gas-2.47/recurse-O0-g";
     const auto whole = test::read_bytes(path);

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <new>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,7 +53,6 @@ FileImage& FileImage::operator=(FileImage&& other) noexcept {
     kept_fd_ = std::exchange(other.kept_fd_, -1);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
-    on_heap_ = std::exchange(other.on_heap_, false);
     path_ = std::move(other.path_);
     device_ = other.device_;
     inode_ = other.inode_;
@@ -80,11 +78,9 @@ void FileImage::close_descriptor() const noexcept {
 }
 
 void FileImage::release() noexcept {
-    if (data_ != nullptr && on_heap_) delete[] data_;
-    if (data_ != nullptr && !on_heap_) ::munmap(data_, size_);
+    if (data_ != nullptr) ::munmap(data_, size_);
     data_ = nullptr;
     size_ = 0;
-    on_heap_ = false;
 }
 
 bool FileImage::allocate(std::size_t size) {
@@ -93,15 +89,6 @@ bool FileImage::allocate(std::size_t size) {
     present_ = std::make_unique<std::atomic<bool>[]>(chunks_); // all false
     resident_ = 0;
     if (size == 0) return true;
-    if (size < heap_below) {
-        // Left uninitialised: malloc writes only its chunk headers, so the
-        // pages no chunk is read into stay as unused as mapped ones.
-        data_ = new (std::nothrow) std::uint8_t[size];
-        if (data_ == nullptr) return false;
-        on_heap_ = true;
-        size_ = size;
-        return true;
-    }
     // Anonymous pages cost nothing until written: only the chunks read
     // become resident.
     void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
@@ -145,15 +132,10 @@ bool FileImage::open(const std::string& path, std::string& error, bool keep_desc
         mtime_nsec_ = info.st_mtim.tv_nsec;
         // Every reader starts with the first chunk (the ELF header): read
         // now, through the descriptor open here, where a later fill would
-        // open the file again. A file of at most read_whole_to bytes is read
-        // whole: its readers ask for most of its chunks anyway (the header,
-        // the section headers at the end, .sframe or the dynamic section
-        // between), each a read of its own. A failed read leaves it to
-        // ensure().
-        const std::size_t first = size_ <= read_whole_to ? size_ : std::min(size_, chunk);
+        // open the file again. A failed read leaves it to ensure().
+        const std::size_t first = std::min(size_, chunk);
         if (read_fully(file.fd, data_, first, 0)) {
-            for (std::size_t c = 0; c * chunk < first; ++c)
-                present_[c].store(true, std::memory_order_relaxed);
+            present_[0].store(true, std::memory_order_relaxed);
             resident_ = first;
         } else {
             error_.clear();

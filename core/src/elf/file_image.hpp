@@ -6,12 +6,6 @@
 // their bytes (the headers, .sframe, the symbols, the code of the functions
 // it analyses): a 30 MB program then costs the 2 MB it reads, not 30 MB.
 //
-// Files under 128 KiB (glibc's own mmap threshold, mallopt(3)) are
-// reserved on the heap instead: each munmap() of a multi-threaded process
-// flushes every core's TLB, and a debugger that opens and drops hundreds of
-// small libraries pays for each (LLDB with the plugin, a program of 300
-// libraries: 337 munmap() calls, 4.7 % of LLDB's samples at start, `perf`).
-//
 // Why not mmap the file: a file truncated while mapped turns a read into
 // SIGBUS, which would take the debugger down (see "Bad input is normal
 // input"). pread() reports the change instead. Each fill reopens the file by
@@ -19,8 +13,7 @@
 // debugger with thousands of modules holds no descriptors, and checks that
 // it is still the same file (device, inode, size, mtime): bytes of a rebuilt
 // file are never mixed with the old ones. The first chunk (the ELF header,
-// which every reader wants) is read by open() itself, and a file of up to
-// four chunks whole.
+// which every reader wants) is read by open() itself.
 #pragma once
 
 #include <atomic>
@@ -83,8 +76,6 @@ class FileImage {
 
   private:
     static constexpr std::size_t chunk = 4096;
-    static constexpr std::size_t heap_below = std::size_t{128} << 10;
-    static constexpr std::size_t read_whole_to = 4 * chunk;
 
     void release() noexcept;
     bool allocate(std::size_t size);
@@ -100,7 +91,6 @@ class FileImage {
 
     std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;
-    bool on_heap_ = false; // new[] rather than mmap()
     std::string path_;
     // open()'s descriptor while kept (keep_descriptor), else -1; under mutex_.
     mutable int kept_fd_ = -1;
