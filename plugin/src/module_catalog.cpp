@@ -49,8 +49,8 @@ void locate(lldb::SBTarget& target, TargetModule& m) {
     }
 }
 
-// LLDB spells a UUID "B3FDAC27-2868-..."; the debuginfod responder has the
-// build-id as lowercase hex: one key for both.
+} // namespace
+
 std::string uuid_key(const std::string& uuid) {
     std::string key;
     for (const char c : uuid) {
@@ -61,8 +61,6 @@ std::string uuid_key(const std::string& uuid) {
     }
     return key;
 }
-
-} // namespace
 
 std::shared_ptr<const elf::ModuleRows>
 ModuleCatalog::file(const std::string& path, const std::string& uuid,

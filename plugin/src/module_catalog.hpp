@@ -76,6 +76,10 @@ class ModuleCatalog {
     std::vector<std::string> new_problems_;
 };
 
+// LLDB spells a UUID "B3FDAC27-2868-..."; the debuginfod responder and the
+// plugin's own reads have the build-id as lowercase hex: one key for both.
+std::string uuid_key(const std::string& uuid);
+
 // The loaded modules that have SFrame, for sfunwind::backtrace().
 ModuleSet sframe_module_set(const std::vector<TargetModule>& modules);
 
