@@ -442,14 +442,7 @@ void Coverage::prepare(const std::string& debugger_name, const std::string& prog
             // Kept for needed_of(), which the first stop asks: the walk
             // opens every library again otherwise (300 libraries: about
             // 40 ms of that stop).
-            if (id) {
-                std::vector<std::string> names;
-                names.reserve(libs.size());
-                for (const auto& lib : libs)
-                    names.push_back(lib.path);
-                const std::lock_guard lock(mutex_);
-                needed_.emplace(program + '\n' + uuid_key(*id), std::move(names));
-            }
+            if (id) keep_needed(program + '\n' + uuid_key(*id), libs);
             for (auto& lib : libs)
                 paths.push_back(std::move(lib));
         }
@@ -561,17 +554,23 @@ bool Coverage::is_served_copy(const std::string& symbols, const std::string& id,
     return copy;
 }
 
+std::vector<std::string> Coverage::keep_needed(const std::string& key,
+                                               const std::vector<NeededLibrary>& libs) {
+    std::vector<std::string> paths;
+    paths.reserve(libs.size());
+    for (const auto& lib : libs)
+        paths.push_back(lib.path);
+    const std::lock_guard lock(mutex_);
+    return needed_.emplace(key, std::move(paths)).first->second;
+}
+
 std::vector<std::string> Coverage::needed_of(const TargetModule& program) {
     const std::string key = program.path + '\n' + uuid_key(program.uuid);
     {
         const std::lock_guard lock(mutex_);
         if (auto it = needed_.find(key); it != needed_.end()) return it->second;
     }
-    std::vector<std::string> libs;
-    for (auto& lib : needed_libraries(*program.table->file, program.path))
-        libs.push_back(std::move(lib.path));
-    const std::lock_guard lock(mutex_);
-    return needed_.emplace(key, std::move(libs)).first->second;
+    return keep_needed(key, needed_libraries(*program.table->file, program.path));
 }
 
 void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {

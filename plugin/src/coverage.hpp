@@ -43,6 +43,7 @@
 #include "debug_file_cache.hpp"
 #include "debuginfod_responder.hpp"
 #include "module_catalog.hpp"
+#include "needed_libraries.hpp"
 
 #include <lldb/API/SBDebugger.h>
 #include <lldb/API/SBTarget.h>
@@ -157,6 +158,11 @@ class Coverage {
     // The libraries `program` needs (needed_libraries(): each a file
     // opened on the RUNPATH), found once per program file and session.
     std::vector<std::string> needed_of(const TargetModule& program);
+    // Keeps the paths of `libs` as the needed libraries of the program at
+    // `key` (its path + '\n' + uuid_key(its UUID)), unless already kept;
+    // returns the kept list.
+    std::vector<std::string> keep_needed(const std::string& key,
+                                         const std::vector<NeededLibrary>& libs);
     // Records that LLDB reads the plugin's file for this module (in_use_).
     void settle(const std::string& key, const std::string& path);
     // An existing separate debug file of the module (by build-id, in the
