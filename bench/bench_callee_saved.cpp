@@ -49,9 +49,11 @@ int run(const Program& p, std::chrono::milliseconds budget) {
     std::size_t analysed = 0;
     std::size_t instructions = 0;
     std::size_t memory = 0;
+    std::uint64_t visits = 0;
     // Each pass with FunctionRules::analyse, or with a fresh Analyser.
     auto pass = [&](bool memo) {
         analysed = instructions = memory = 0;
+        visits = 0;
         cs::Analyser analyser;
         for (const auto& f : fdes) {
             auto bytes = code(f.start, f.size);
@@ -62,15 +64,17 @@ int run(const Program& p, std::chrono::milliseconds budget) {
             ++analysed;
             instructions += r->instruction_starts().size();
             memory += r->memory_bytes();
+            visits += r->stats().visits;
         }
     };
     for (const bool memo : {false, true}) {
         const double ns = sfunwind::bench::time_best([&] { pass(memo); }, budget);
         std::printf("  %s: %zu functions analysed (of %zu), %zu instructions: %.1f us per "
-                    "function, %.0f ns per instruction\n",
+                    "function, %.0f ns per instruction (%.2f visits each)\n",
                     memo ? "module" : "cold", analysed, fdes.size(), instructions,
                     ns / 1e3 / static_cast<double>(analysed),
-                    ns / static_cast<double>(instructions));
+                    ns / static_cast<double>(instructions),
+                    static_cast<double>(visits) / static_cast<double>(instructions));
     }
     std::printf("  memory: %.0f bytes of rule table per function\n",
                 static_cast<double>(memory) / static_cast<double>(analysed));

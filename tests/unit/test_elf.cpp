@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ElfFile on the small programs of tests/unit/data (made by make.sh). The
 // expected numbers come from readelf -lSsn on those files.
+#include "../../core/src/elf/file_image.hpp"
 #include "catch.hpp"
 #include "sfunwind/cfi/cfi_table.hpp"
 #include "sfunwind/elf/elf_file.hpp"
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <elf.h>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 #include <thread>
@@ -591,6 +593,39 @@ TEST_CASE("open() reads what is asked for, and refuses a file changed since", "[
         REQUIRE_FALSE(lost);
         CHECK(has_text(lost.error(), copy.string()));
     }
+}
+
+TEST_CASE("a read of several MiB at once (a translation's code) is the file's bytes", "[elf]") {
+    // FileImage backs the whole 2 MiB pages inside a large fill with huge
+    // pages where the kernel offers them: the bytes must not change, next
+    // to chunks read before and after it, nor where the kernel refuses.
+    const auto path = std::filesystem::temp_directory_path() / "sfunwind-test-large-read.bin";
+    std::vector<std::uint8_t> contents((std::size_t{6} << 20) + 12345);
+    std::mt19937 random(7);
+    for (auto& b : contents)
+        b = static_cast<std::uint8_t>(random());
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(reinterpret_cast<const char*>(contents.data()),
+                  static_cast<std::streamsize>(contents.size()));
+        REQUIRE(out);
+    }
+    elf::detail::FileImage image;
+    std::string error;
+    REQUIRE(image.open(path.string(), error));
+    // Chunks read first inside the range, and the range from an odd offset.
+    REQUIRE(image.ensure(3 << 20, 100));
+    REQUIRE(image.ensure((1 << 20) + 77, 10));
+    REQUIRE(image.ensure(4097, (std::size_t{5} << 20) + 3));
+    const auto read = image.bytes();
+    CHECK(
+        std::equal(read.begin() + 4096, read.begin() + (5 << 20) + 4100, contents.begin() + 4096));
+    // Chunks 0 (open) to 1281, the last one the range reaches.
+    CHECK(image.resident() == (std::size_t{5} << 20) + 8192);
+    REQUIRE(image.ensure(0, contents.size()));
+    CHECK(std::equal(read.begin(), read.end(), contents.begin(), contents.end()));
+    CHECK(image.resident() == contents.size());
+    std::filesystem::remove(path);
 }
 
 TEST_CASE("sframe(): a small section is copied, not read into the image", "[elf]") {

@@ -25,6 +25,21 @@ struct Descriptor {
     }
 };
 
+// Backs the whole 2 MiB pages inside [begin, begin + length) with
+// transparent huge pages, where the kernel offers them (MADV_HUGEPAGE; THP
+// in "madvise" or "always" mode), before a read fills that range: one page
+// fault per 2 MiB instead of 512, and one TLB entry. A range that is read
+// whole costs the same memory either way. Where the kernel refuses
+// (THP disabled: EINVAL), the read is the same with 4 KiB pages.
+void advise_huge_pages(std::uint8_t* begin, std::size_t length) {
+    constexpr std::uintptr_t huge = std::uintptr_t{1} << 21;
+    const auto from = reinterpret_cast<std::uintptr_t>(begin);
+    const std::uintptr_t first = (from + huge - 1) & ~(huge - 1);
+    const std::uintptr_t last = (from + length) & ~(huge - 1);
+    if (first >= last) return;
+    (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
 // pread() until `length` bytes are read or the file ends; the count read,
 // or -1 with errno set.
 long long read_at(int fd, std::uint8_t* out, std::size_t length, std::uint64_t offset) {
@@ -206,6 +221,7 @@ bool FileImage::fill(std::size_t first_chunk, std::size_t last_chunk) const {
     if (file.fd < 0) return false;
     const std::uint64_t from = std::uint64_t{first_chunk} * chunk;
     const std::uint64_t to = std::min<std::uint64_t>(std::uint64_t{last_chunk + 1} * chunk, size_);
+    advise_huge_pages(data_ + from, static_cast<std::size_t>(to - from));
     if (!read_fully(file.fd, data_ + from, static_cast<std::size_t>(to - from), from)) return false;
     // Published after the bytes: a reader that sees the bit sees them.
     for (std::size_t c = first_chunk; c <= last_chunk; ++c)
