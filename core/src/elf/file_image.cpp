@@ -37,7 +37,7 @@ void advise_huge_pages(std::uint8_t* begin, std::size_t length) {
     const std::uintptr_t first = (from + huge - 1) & ~(huge - 1);
     const std::uintptr_t last = (from + length) & ~(huge - 1);
     if (first >= last) return;
-    (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+    (void)::madvise(begin + (first - from), last - first, MADV_HUGEPAGE);
 }
 
 // pread() until `length` bytes are read or the file ends; the count read,
