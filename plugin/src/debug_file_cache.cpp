@@ -25,7 +25,7 @@ namespace sfunwind::lldb_plugin {
 namespace {
 
 // Bump when the generated files change meaning, so old caches are redone.
-constexpr int generator_version = 7;
+constexpr int generator_version = 8;
 
 std::string env(const char* name) {
     const char* v = std::getenv(name);

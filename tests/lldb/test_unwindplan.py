@@ -248,6 +248,14 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
             res.check(label + ": ordinary flow: the %d modules with SFrame were covered as LLDB loaded them" % len(mods),
                       mods and not late, repr(late))
             res.count("ordinary-flow modules covered as loaded", len(mods) - len(late))
+            # The program has no DWARF: its debug file's empty compile unit
+            # makes LLDB take the DWARF symbol file, which reads the symbols
+            # once (with SymbolFileSymtab, twice: elf/empty_compile_unit.hpp).
+            ok, out, err = s.cmd("image dump symfile " + module_name)
+            kind = re.search(r"SymbolFile (\S+) \(", out or "")
+            res.check(label + ": LLDB reads the program's debug file with its DWARF symbol file",
+                      ok and kind is not None and kind.group(1) == "dwarf",
+                      kind.group(0) if kind else (err or out)[:200])
         # Frame k's pc comes from frame k-1's plan, its CFA from its own: the
         # generated CFI decides the pc where k-1 has an FDE and the CFA where
         # k has one. Past a frame without FDE, LLDB unwinds without SFrame.

@@ -4,7 +4,9 @@
 // address and size, the allocated ones SHT_NOBITS but the notes, the program
 // headers with no bytes but those of the notes; plus .debug_frame, and a
 // symbol for every function it is given that has none yet (a local STT_FUNC
-// in the section holding it), next to the program's .symtab and .dynsym.
+// in the section holding it), next to the program's .symtab and .dynsym;
+// and, when the program has no DWARF, a compile unit that covers no code
+// (read back through libdw).
 #include "catch.hpp"
 #include "open_elf.hpp"
 #include "sfunwind/cfi/dwarf_writer.hpp"
@@ -13,6 +15,9 @@
 #include "support.hpp"
 
 #include <algorithm>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <gelf.h>
@@ -202,4 +207,132 @@ TEST_CASE("write_debug_file: the module's code and data are not read") {
     const auto size = std::filesystem::file_size(fixture);
     INFO("read " << program.bytes_read() << " of " << size << " bytes, .text " << text->size);
     CHECK(program.bytes_read() + text->size <= size);
+}
+
+namespace {
+
+// What libdw finds in a file's .debug_info: each unit's version and
+// producer, whether it covers any address, and its line table's size.
+struct UnitSeen {
+    int version = 0;
+    std::string producer;
+    bool has_addresses = false;
+    std::size_t lines = 0;
+    std::size_t files = 0;
+};
+
+std::vector<UnitSeen> units_of(const std::string& path) {
+    std::vector<UnitSeen> out;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    Dwarf* dw = dwarf_begin(fd, DWARF_C_READ);
+    if (dw == nullptr) {
+        ::close(fd);
+        FAIL(std::string("dwarf_begin: ") + dwarf_errmsg(-1));
+    }
+    Dwarf_Off off = 0;
+    Dwarf_Off next = 0;
+    std::size_t header_size = 0;
+    Dwarf_Half version = 0;
+    while (dwarf_next_unit(dw, off, &next, &header_size, &version, nullptr, nullptr, nullptr,
+                           nullptr, nullptr) == 0) {
+        Dwarf_Die die;
+        if (dwarf_offdie(dw, off + header_size, &die) == nullptr) break;
+        UnitSeen u;
+        u.version = version;
+        Dwarf_Attribute attr;
+        if (const char* p = dwarf_formstring(dwarf_attr(&die, DW_AT_producer, &attr)))
+            u.producer = p;
+        u.has_addresses =
+            dwarf_hasattr(&die, DW_AT_low_pc) != 0 || dwarf_hasattr(&die, DW_AT_ranges) != 0;
+        Dwarf_Lines* lines = nullptr;
+        std::size_t n = 0;
+        if (dwarf_getsrclines(&die, &lines, &n) == 0) u.lines = n;
+        Dwarf_Files* files = nullptr;
+        if (dwarf_getsrcfiles(&die, &files, &n) == 0) u.files = n;
+        out.push_back(u);
+        off = next;
+    }
+    dwarf_end(dw);
+    ::close(fd);
+    return out;
+}
+
+// The debug file of a fixture: its SFrame rows as .debug_frame.
+std::string write_fixture_debug_file(const std::string& rel, const std::string& out,
+                                     elf::DebugFileReport& report) {
+    auto fixture = (test::source_dir() / "tests/fixtures/bin" / rel).string();
+    const elf::ElfFile program = test::open_elf(fixture);
+    auto section = program.sframe();
+    REQUIRE(section);
+    auto frame = cfi::write_debug_frame(*section);
+    REQUIRE(frame);
+    elf::DebugFileContents contents;
+    contents.debug_frame = frame->bytes;
+    contents.generator = "sfunwind test, version 2";
+    auto written = elf::write_debug_file(program, contents, out);
+    if (!written) FAIL(written.error().message());
+    report = *written;
+    return fixture;
+}
+
+} // namespace
+
+TEST_CASE("write_debug_file: a program without DWARF gets one compile unit that covers no code") {
+    // x86-64 and s390x: the unit's fields are in the file's byte order.
+    for (const char* rel :
+         {"gas-2.40/plt-O2-nofp-noeh/plt", "gas-2.47-s390x/recurse-O2-nofp-static"}) {
+        INFO(rel);
+        const std::string out = temp_path("cu.debug");
+        elf::DebugFileReport report;
+        write_fixture_debug_file(rel, out, report);
+        const struct RemoveAtEnd {
+            std::string path;
+            ~RemoveAtEnd() { std::remove(path.c_str()); }
+        } remove_out{out};
+        CHECK(report.compile_unit_added);
+        const auto units = units_of(out);
+        REQUIRE(units.size() == 1);
+        CHECK(units[0].version == 4);
+        CHECK(units[0].producer == "sfunwind test, version 2");
+        CHECK_FALSE(units[0].has_addresses);
+        CHECK(units[0].lines == 0);
+        CHECK(units[0].files <= 1); // libdw counts the unit's own (unnamed) file
+        // Its sections are not loaded, and .debug_frame is still there.
+        const elf::ElfFile copy = test::open_elf(out);
+        for (const char* name : {".debug_abbrev", ".debug_info", ".debug_line", ".debug_frame"}) {
+            INFO(name);
+            const auto* s = copy.section(name);
+            REQUIRE(s != nullptr);
+            CHECK(s->type == SHT_PROGBITS);
+            CHECK(s->flags == 0);
+        }
+    }
+}
+
+TEST_CASE("write_debug_file: a program's own DWARF is kept, with no compile unit added") {
+    const std::string out = temp_path("g.debug");
+    elf::DebugFileReport report;
+    const std::string fixture = write_fixture_debug_file("gas-2.40/recurse-O2-nofp-g", out, report);
+    const struct RemoveAtEnd {
+        std::string path;
+        ~RemoveAtEnd() { std::remove(path.c_str()); }
+    } remove_out{out};
+    CHECK_FALSE(report.compile_unit_added);
+    const auto own = units_of(fixture);
+    const auto copy = units_of(out);
+    REQUIRE(!own.empty());
+    REQUIRE(copy.size() == own.size());
+    for (std::size_t i = 0; i < own.size(); ++i) {
+        CHECK(copy[i].producer == own[i].producer);
+        CHECK(copy[i].lines == own[i].lines);
+        CHECK(copy[i].has_addresses);
+    }
+    const elf::ElfFile program = test::open_elf(fixture);
+    const elf::ElfFile written = test::open_elf(out);
+    const auto a = program.section_bytes(".debug_info");
+    const auto b = written.section_bytes(".debug_info");
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(std::equal(a->begin(), a->end(), b->begin(), b->end()));
 }

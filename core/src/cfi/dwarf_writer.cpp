@@ -4,9 +4,10 @@
 // section 7.24; the rule table is in the header.
 #include "sfunwind/cfi/dwarf_writer.hpp"
 
+#include "../dwarf/emitter.hpp"
+
 #include <algorithm>
 #include <array>
-#include <boost/endian/conversion.hpp>
 #include <cstdio>
 #include <dwarf.h>
 #include <map>
@@ -23,71 +24,14 @@ constexpr std::int64_t data_alignment = -8;
 constexpr std::uint32_t address_size = 8;
 constexpr std::uint8_t cie_version = 3; // ULEB return-address column, no address_size field
 
-class Emitter {
-  public:
-    Emitter(std::vector<std::uint8_t>& out, ByteOrder order) : out_(out), order_(order) {}
+using dwarf::Emitter;
 
-    void u8(unsigned v) { out_.push_back(static_cast<std::uint8_t>(v)); }
-    void u16(std::uint16_t v) { fixed(v, 2); }
-    void u32(std::uint32_t v) { fixed(v, 4); }
-    void u64(std::uint64_t v) { fixed(v, 8); }
-    void patch_u32(std::size_t at, std::uint32_t v) {
-        std::array<std::uint8_t, 4> b{};
-        if (order_ == ByteOrder::Little)
-            boost::endian::endian_store<std::uint32_t, 4, boost::endian::order::little>(b.data(),
-                                                                                        v);
-        else
-            boost::endian::endian_store<std::uint32_t, 4, boost::endian::order::big>(b.data(), v);
-        for (std::size_t i = 0; i < 4; ++i)
-            out_[at + i] = b[i];
-    }
-    void uleb(std::uint64_t v) {
-        do {
-            std::uint8_t b = v & 0x7fU;
-            v >>= 7;
-            if (v != 0) b |= 0x80U;
-            out_.push_back(b);
-        } while (v != 0);
-    }
-    void sleb(std::int64_t v) {
-        while (true) {
-            const auto b = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) & 0x7fU);
-            // Arithmetic shift: C++20 defines it for negative values.
-            // cppcheck-suppress shiftNegativeLHS
-            v >>= 7;
-            const bool sign = (b & 0x40U) != 0;
-            if ((v == 0 && !sign) || (v == -1 && sign)) {
-                out_.push_back(b);
-                return;
-            }
-            out_.push_back(static_cast<std::uint8_t>(b | 0x80U));
-        }
-    }
-    void bytes(const std::vector<std::uint8_t>& b) { out_.insert(out_.end(), b.begin(), b.end()); }
-    std::size_t size() const { return out_.size(); }
-    // DW_CFA_nop up to a multiple of the address size, counted from the
-    // entry's start (the length field included: DWARF 5 section 6.4.1).
-    void pad_entry(std::size_t entry_start) {
-        while ((out_.size() - entry_start) % address_size != 0)
-            u8(DW_CFA_nop);
-    }
-
-  private:
-    void fixed(std::uint64_t v, unsigned n) {
-        std::array<std::uint8_t, 8> b{};
-        if (order_ == ByteOrder::Little)
-            boost::endian::endian_store<std::uint64_t, 8, boost::endian::order::little>(b.data(),
-                                                                                        v);
-        else
-            boost::endian::endian_store<std::uint64_t, 8, boost::endian::order::big>(b.data(), v);
-        const std::size_t first = order_ == ByteOrder::Little ? 0 : 8 - n;
-        out_.insert(out_.end(), b.begin() + static_cast<std::ptrdiff_t>(first),
-                    b.begin() + static_cast<std::ptrdiff_t>(first + n));
-    }
-
-    std::vector<std::uint8_t>& out_;
-    ByteOrder order_;
-};
+// DW_CFA_nop up to a multiple of the address size, counted from the entry's
+// start (the length field included: DWARF 5 section 6.4.1).
+void pad_entry(Emitter& e, std::size_t entry_start) {
+    while ((e.size() - entry_start) % address_size != 0)
+        e.u8(DW_CFA_nop);
+}
 
 // A DWARF expression (DW_FORM_block contents) in a scratch buffer.
 class Expr {
@@ -664,7 +608,7 @@ class Writer {
     }
     // Pads the CIE or FDE at `at` to the address size and writes its length.
     void end_entry(std::uint64_t at) {
-        e_.pad_entry(at);
+        pad_entry(e_, at);
         e_.patch_u32(at, static_cast<std::uint32_t>(e_.size() - at - 4));
     }
 

@@ -4,8 +4,11 @@
 // at an offset congruent to its original one modulo max(16, sh_addralign), so
 // that notes packed together in the base stay packed together and a segment
 // over them can be moved as one), then the new contents (.debug_frame,
-// .sfunwind, .symtab, .strtab, .shstrtab) and the section header table.
+// .sfunwind, the empty compile unit's sections when the base has no DWARF,
+// .symtab, .strtab, .shstrtab) and the section header table.
 #include "sfunwind/elf/debug_file_writer.hpp"
+
+#include "empty_compile_unit.hpp"
 
 #include <algorithm>
 #include <array>
@@ -19,6 +22,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unistd.h>
 #include <utility>
 
@@ -166,8 +170,26 @@ struct Source {
     std::size_t shstrndx = 0;
     std::size_t phnum = 0;
     std::vector<SourceSection> sections;
-    std::optional<std::size_t> symtab, dynsym, debug_frame, generator;
+    std::optional<std::size_t> symtab, dynsym;
 };
+
+// The first section named `name`, if any.
+std::optional<std::size_t> find_named(const Source& src, std::string_view name) {
+    for (std::size_t i = 1; i < src.sections.size(); ++i)
+        if (src.sections[i].name == name) return i;
+    return std::nullopt;
+}
+
+// Whether the base has DWARF of its own (a user's debug file): its sections
+// are kept, and no empty compile unit is added beside them.
+bool has_dwarf(const Source& src) {
+    return std::any_of(src.sections.begin(), src.sections.end(), [](const SourceSection& s) {
+        for (const char* name : {".debug_info", ".debug_abbrev", ".debug_line", ".zdebug_info",
+                                 ".zdebug_abbrev", ".zdebug_line"})
+            if (s.name == name) return true;
+        return false;
+    });
+}
 
 Status read_headers(const ElfFile& base, Source& s, const Failure& fail) {
     // Headers only: the module's code and data are not read (they become
@@ -202,13 +224,11 @@ Status read_sections(Source& src, const Failure& fail) {
             return fail(Errc::Truncated, "section " + s.name + " runs past the end of the file");
         if (s.shdr.sh_type == SHT_SYMTAB && !src.symtab) src.symtab = index;
         if (s.shdr.sh_type == SHT_DYNSYM && !src.dynsym) src.dynsym = index;
-        if (s.name == ".debug_frame" && !src.debug_frame) src.debug_frame = index;
-        if (s.name == generator_section && !src.generator) src.generator = index;
         src.sections.push_back(std::move(s));
     }
     if (src.shstrndx == 0 || src.shstrndx >= src.sections.size())
         return fail(Errc::Malformed, "no section name table");
-    if (src.sections.size() + 4 >= SHN_LORESERVE)
+    if (src.sections.size() + 8 >= SHN_LORESERVE)
         return fail(Errc::Unsupported, "too many sections for a plain section header table");
     return ok();
 }
@@ -347,13 +367,26 @@ struct MovedRange {
     std::uint64_t from = 0, to = 0, size = 0;
 };
 
+// A section the debug file adds with its bytes (not loaded), or with which it
+// replaces the base's section of the same name.
+struct AddedSection {
+    std::string name;
+    std::span<const std::uint8_t> bytes;
+    std::uint64_t align = 1;
+    // Filled by plan_layout(): its index (the base's section of that name,
+    // else a new one), its name in .shstrtab and its file offset.
+    std::size_t index = 0;
+    std::uint32_t name_offset = 0;
+    std::uint64_t offset = 0;
+};
+
 struct Layout {
-    std::size_t symtab_index = 0, strtab_index = 0, frame_index = 0, generator_index = 0, total = 0;
-    std::uint32_t symtab_name = 0, strtab_name = 0, frame_name = 0, generator_name = 0;
+    std::size_t symtab_index = 0, strtab_index = 0, total = 0;
+    std::uint32_t symtab_name = 0, strtab_name = 0;
+    std::vector<AddedSection> added;
     StringTable shstrtab;
     std::uint64_t phoff = 0;
-    std::uint64_t frame_off = 0, generator_off = 0, symtab_off = 0, strtab_off = 0,
-                  shstrtab_off = 0, shoff = 0;
+    std::uint64_t symtab_off = 0, strtab_off = 0, shstrtab_off = 0, shoff = 0;
     // Per base section (0 unused): its offset in the new file, and whether
     // it keeps its bytes (else it becomes SHT_NOBITS).
     std::vector<std::uint64_t> offsets;
@@ -397,6 +430,20 @@ Status read_kept_bytes(Source& src, const Failure& fail) {
     return ok();
 }
 
+// The added section at index i, if any.
+const AddedSection* added_at(const Layout& l, std::size_t i) {
+    for (const AddedSection& a : l.added)
+        if (a.index == i) return &a;
+    return nullptr;
+}
+
+// Whether base section i is replaced by new contents (the symbols, an added
+// section, the section name table).
+bool replaced(const Source& src, const Layout& l, std::size_t i) {
+    return i == l.symtab_index || i == l.strtab_index || i == src.shstrndx ||
+           added_at(l, i) != nullptr;
+}
+
 void assign_indices(const Source& src, Layout& l) {
     std::size_t next_index = src.sections.size();
     l.symtab_index = src.symtab ? *src.symtab : next_index++;
@@ -404,8 +451,12 @@ void assign_indices(const Source& src, Layout& l) {
     l.strtab_index = own != nullptr && own->sh_link != 0 && own->sh_link != src.shstrndx
                          ? own->sh_link
                          : next_index++;
-    l.frame_index = src.debug_frame ? *src.debug_frame : next_index++;
-    l.generator_index = src.generator ? *src.generator : next_index++;
+    for (AddedSection& a : l.added) {
+        const auto same_name = find_named(src, a.name);
+        a.index = same_name && *same_name != l.symtab_index && *same_name != l.strtab_index
+                      ? *same_name
+                      : next_index++;
+    }
     l.total = next_index;
 }
 
@@ -426,9 +477,7 @@ std::uint64_t place_base_sections(const Source& src, Layout& l) {
     l.kept.assign(n, false);
     std::vector<std::size_t> order;
     for (std::size_t i = 1; i < n; ++i)
-        if (i != l.symtab_index && i != l.strtab_index && i != l.frame_index &&
-            i != l.generator_index && i != src.shstrndx)
-            order.push_back(i);
+        if (!replaced(src, l, i)) order.push_back(i);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
         return src.sections[a].shdr.sh_offset < src.sections[b].shdr.sh_offset;
     });
@@ -450,9 +499,9 @@ std::uint64_t place_base_sections(const Source& src, Layout& l) {
     return tail;
 }
 
-Layout plan_layout(const Source& src, const DebugFileContents& contents,
-                   const NewSymbols& symbols) {
+Layout plan_layout(const Source& src, std::vector<AddedSection> added, const NewSymbols& symbols) {
     Layout l;
+    l.added = std::move(added);
     assign_indices(src, l);
     const auto& shstr = src.sections[src.shstrndx].raw;
     l.shstrtab = StringTable(shstr);
@@ -463,16 +512,16 @@ Layout plan_layout(const Source& src, const DebugFileContents& contents,
     };
     l.symtab_name = name_offset(l.symtab_index, ".symtab");
     l.strtab_name = name_offset(l.strtab_index, ".strtab");
-    l.frame_name = name_offset(l.frame_index, ".debug_frame");
-    l.generator_name = name_offset(l.generator_index, generator_section);
+    for (AddedSection& a : l.added)
+        a.name_offset = name_offset(a.index, a.name.c_str());
 
     std::uint64_t tail = place_base_sections(src, l);
-    l.frame_off = align_up(tail, 8);
-    tail = l.frame_off;
-    tail = align_up(tail + contents.debug_frame.size(), 8);
-    l.generator_off = tail;
-    tail = align_up(tail + contents.generator.size(), 8);
-    l.symtab_off = tail;
+    for (AddedSection& a : l.added) {
+        a.offset = align_up(tail, std::max<std::uint64_t>(a.align, 1));
+        tail = a.offset + a.bytes.size();
+    }
+    l.symtab_off = align_up(tail, 8);
+    tail = l.symtab_off;
     tail += symbols.bytes.size();
     l.strtab_off = tail;
     tail += symbols.strtab.bytes().size();
@@ -496,13 +545,10 @@ GElf_Shdr new_section_header(std::uint32_t name, std::uint32_t type, std::uint64
 
 // The header and contents of section `i` of the new file.
 std::pair<GElf_Shdr, std::span<const std::uint8_t>>
-output_section(std::size_t i, const Source& src, const DebugFileContents& contents,
-               const NewSymbols& symbols, const Layout& l) {
+output_section(std::size_t i, const Source& src, const NewSymbols& symbols, const Layout& l) {
     GElf_Shdr h{};
     std::span<const std::uint8_t> bytes;
-    const bool replaced = i == l.symtab_index || i == l.strtab_index || i == l.frame_index ||
-                          i == l.generator_index || i == src.shstrndx;
-    if (i < src.sections.size() && !replaced) {
+    if (i < src.sections.size() && !replaced(src, l, i)) {
         h = src.sections[i].shdr;
         h.sh_offset = l.offsets[i];
         if (l.kept[i]) {
@@ -521,15 +567,9 @@ output_section(std::size_t i, const Source& src, const DebugFileContents& conten
         h = new_section_header(l.strtab_name, SHT_STRTAB, l.strtab_off,
                                symbols.strtab.bytes().size(), 1);
         bytes = symbols.strtab.bytes();
-    } else if (i == l.frame_index) {
-        h = new_section_header(l.frame_name, SHT_PROGBITS, l.frame_off, contents.debug_frame.size(),
-                               8);
-        bytes = contents.debug_frame;
-    } else if (i == l.generator_index) {
-        h = new_section_header(l.generator_name, SHT_PROGBITS, l.generator_off,
-                               contents.generator.size(), 1);
-        bytes = {reinterpret_cast<const std::uint8_t*>(contents.generator.data()),
-                 contents.generator.size()};
+    } else if (const AddedSection* a = added_at(l, i)) {
+        h = new_section_header(a->name_offset, SHT_PROGBITS, a->offset, a->bytes.size(), a->align);
+        bytes = a->bytes;
     } else if (i == src.shstrndx) {
         h = src.sections[i].shdr;
         h.sh_offset = l.shstrtab_off;
@@ -632,8 +672,8 @@ Status copy_program_headers(const Source& src, const Layout& l, ::Elf* dst, cons
 }
 
 // Writes the image to `fd` with libelf, laid out by hand (ELF_F_LAYOUT).
-Status write_image(int fd, const Source& src, const DebugFileContents& contents,
-                   const NewSymbols& symbols, const Layout& l, const Failure& fail) {
+Status write_image(int fd, const Source& src, const NewSymbols& symbols, const Layout& l,
+                   const Failure& fail) {
     ::Elf* dst = elf_begin(fd, ELF_C_WRITE, nullptr);
     if (dst == nullptr) return fail.libelf("elf_begin");
     struct ElfEnd {
@@ -647,7 +687,7 @@ Status write_image(int fd, const Source& src, const DebugFileContents& contents,
     elf_flagelf(dst, ELF_C_SET, ELF_F_LAYOUT);
     if (auto st = copy_program_headers(src, l, dst, fail); !st) return st;
     for (std::size_t i = 1; i < l.total; ++i) {
-        const auto [h, bytes] = output_section(i, src, contents, symbols, l);
+        const auto [h, bytes] = output_section(i, src, symbols, l);
         if (auto st = add_section(dst, h, bytes, fail); !st) return st;
     }
 
@@ -673,14 +713,28 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
 
     DebugFileReport report;
     const NewSymbols symbols = build_symbols(src, contents, report);
-    const Layout layout = plan_layout(src, contents, symbols);
+    std::vector<AddedSection> added;
+    added.push_back({".debug_frame", contents.debug_frame, 8});
+    added.push_back({generator_section,
+                     {reinterpret_cast<const std::uint8_t*>(contents.generator.data()),
+                      contents.generator.size()},
+                     1});
+    EmptyCompileUnit unit;
+    if (!has_dwarf(src)) {
+        unit =
+            empty_compile_unit(contents.generator, src.little ? ByteOrder::Little : ByteOrder::Big);
+        added.push_back({".debug_abbrev", unit.debug_abbrev, 1});
+        added.push_back({".debug_info", unit.debug_info, 1});
+        added.push_back({".debug_line", unit.debug_line, 1});
+        report.compile_unit_added = true;
+    }
+    const Layout layout = plan_layout(src, std::move(added), symbols);
 
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return fail(Errc::Io, std::string("cannot create the file: ") + std::strerror(errno));
     FileCloser closer(fd);
-    if (auto st = write_image(fd, src, contents, symbols, layout, fail); !st)
-        return std::move(st).error();
+    if (auto st = write_image(fd, src, symbols, layout, fail); !st) return std::move(st).error();
     report.file_size = layout.shoff + layout.total * sizeof(Elf64_Shdr);
     if (::close(closer.release()) != 0)
         return fail(Errc::Io, std::string("close: ") + std::strerror(errno));

@@ -7,9 +7,11 @@
 // non-allocated sections (.debug_*, .comment); no bytes for its allocated
 // sections (SHT_NOBITS: code and data are read from the program). Added: a
 // .debug_frame section (or the base's replaced), a .symtab that names
-// every function a debugger must unwind through, and a .sfunwind section
-// naming the generator. The file costs its
-// .debug_frame, its symbols and the base's DWARF, not the program's size.
+// every function a debugger must unwind through, a .sfunwind section
+// naming the generator, and, when the base has no DWARF, a compile unit that
+// describes no code (elf/empty_compile_unit.hpp: with it LLDB reads the
+// symbols once, not twice). The file costs its .debug_frame, its symbols and
+// the base's DWARF, not the program's size.
 //
 // Why this is enough for LLDB (19 and 23, lldb/source/Plugins/SymbolVendor/
 // ELF/SymbolVendorELF.cpp and ObjectFile/ELF/ObjectFileELF.cpp): the symbol
@@ -64,7 +66,8 @@ inline constexpr const char* generator_section = ".sfunwind";
 struct DebugFileReport {
     std::size_t symbols = 0; // entries of the new .symtab, the null entry included
     std::size_t added_functions = 0;
-    std::size_t copied_dynamic = 0; // .dynsym entries copied in
+    std::size_t copied_dynamic = 0;  // .dynsym entries copied in
+    bool compile_unit_added = false; // the base had no DWARF: the empty unit was added
     std::uint64_t file_size = 0;
 };
 
