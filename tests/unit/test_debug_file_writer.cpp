@@ -22,6 +22,7 @@
 #include <fstream>
 #include <gelf.h>
 #include <unistd.h>
+#include <utility>
 
 using namespace sfunwind;
 
@@ -36,6 +37,25 @@ std::string temp_path(const std::string& name) {
 } // namespace
 
 namespace {
+
+// A file removed when the test ends, not before: an ElfFile reads its file
+// as it is asked.
+struct RemovedAtEnd {
+    explicit RemovedAtEnd(std::string p) : path(std::move(p)) {}
+    RemovedAtEnd(const RemovedAtEnd&) = delete;
+    RemovedAtEnd& operator=(const RemovedAtEnd&) = delete;
+    ~RemovedAtEnd() { std::remove(path.c_str()); }
+    std::string path;
+};
+
+// The program's SFrame rows written as .debug_frame.
+std::vector<std::uint8_t> debug_frame_of(const elf::ElfFile& program) {
+    auto section = program.sframe();
+    REQUIRE(section);
+    auto frame = cfi::write_debug_frame(*section);
+    REQUIRE(frame);
+    return std::move(frame->bytes);
+}
 
 std::vector<char> file_bytes(const std::string& path, std::uint64_t offset, std::uint64_t size) {
     std::ifstream in(path, std::ios::binary);
@@ -52,12 +72,9 @@ TEST_CASE("write_debug_file: a separate debug file with .debug_frame and the mis
     const auto fixture =
         (test::source_dir() / "tests/fixtures/bin/gas-2.40/plt-O2-nofp-noeh/plt").string();
     const elf::ElfFile program = test::open_elf(fixture);
-    auto section = program.sframe();
-    REQUIRE(section);
-    auto frame = cfi::write_debug_frame(*section);
-    REQUIRE(frame);
+    const std::vector<std::uint8_t> frame = debug_frame_of(program);
     elf::DebugFileContents contents;
-    contents.debug_frame = frame->bytes;
+    contents.debug_frame = frame;
     // One function the program names already (main), one it does not.
     const elf::Symbol* main_sym = nullptr;
     for (const auto& s : program.function_symbols())
@@ -71,11 +88,7 @@ TEST_CASE("write_debug_file: a separate debug file with .debug_frame and the mis
     if (!report) FAIL(report.error().message());
     CHECK(report->added_functions == 1);
 
-    // Removed at the end, not now: an ElfFile reads its file as it is asked.
-    const struct RemoveAtEnd {
-        std::string path;
-        ~RemoveAtEnd() { std::remove(path.c_str()); }
-    } remove_out{out};
+    const RemovedAtEnd remove_out{out};
     const elf::ElfFile copy = test::open_elf(out);
     CHECK(copy.build_id() == program.build_id());
     // The code and data are not in the file: it is the size of what it adds.
@@ -169,7 +182,7 @@ TEST_CASE("write_debug_file: a separate debug file with .debug_frame and the mis
     std::remove(out.c_str());
     const auto df = copy.section_bytes(".debug_frame");
     REQUIRE(df);
-    CHECK(std::equal(df->begin(), df->end(), frame->bytes.begin(), frame->bytes.end()));
+    CHECK(std::equal(df->begin(), df->end(), frame.begin(), frame.end()));
     // The new symbol is there and covers the PLT's first entry; main stays
     // named once; the program's symbols and .dynsym survive.
     const elf::Symbol* plt0 = copy.symbol_for(0x1024);
@@ -190,12 +203,9 @@ TEST_CASE("write_debug_file: a separate debug file with .debug_frame and the mis
 TEST_CASE("write_debug_file: the module's code and data are not read") {
     const auto fixture = (test::source_dir() / "tests/fixtures/large/sqlite3-gas-2.47").string();
     const elf::ElfFile program = test::open_elf(fixture);
-    auto section = program.sframe();
-    REQUIRE(section);
-    auto frame = cfi::write_debug_frame(*section);
-    REQUIRE(frame);
+    const std::vector<std::uint8_t> frame = debug_frame_of(program);
     elf::DebugFileContents contents;
-    contents.debug_frame = frame->bytes;
+    contents.debug_frame = frame;
     const std::string out = temp_path("sqlite3.debug");
     auto report = elf::write_debug_file(program, contents, out);
     std::remove(out.c_str());
@@ -263,12 +273,9 @@ std::string write_fixture_debug_file(const std::string& rel, const std::string& 
                                      elf::DebugFileReport& report) {
     auto fixture = (test::source_dir() / "tests/fixtures/bin" / rel).string();
     const elf::ElfFile program = test::open_elf(fixture);
-    auto section = program.sframe();
-    REQUIRE(section);
-    auto frame = cfi::write_debug_frame(*section);
-    REQUIRE(frame);
+    const std::vector<std::uint8_t> frame = debug_frame_of(program);
     elf::DebugFileContents contents;
-    contents.debug_frame = frame->bytes;
+    contents.debug_frame = frame;
     contents.generator = "sfunwind test, version 2";
     auto written = elf::write_debug_file(program, contents, out);
     if (!written) FAIL(written.error().message());
@@ -286,10 +293,7 @@ TEST_CASE("write_debug_file: a program without DWARF gets one compile unit that 
         const std::string out = temp_path("cu.debug");
         elf::DebugFileReport report;
         write_fixture_debug_file(rel, out, report);
-        const struct RemoveAtEnd {
-            std::string path;
-            ~RemoveAtEnd() { std::remove(path.c_str()); }
-        } remove_out{out};
+        const RemovedAtEnd remove_out{out};
         CHECK(report.compile_unit_added);
         const auto units = units_of(out);
         REQUIRE(units.size() == 1);
@@ -314,10 +318,7 @@ TEST_CASE("write_debug_file: a program's own DWARF is kept, with no compile unit
     const std::string out = temp_path("g.debug");
     elf::DebugFileReport report;
     const std::string fixture = write_fixture_debug_file("gas-2.40/recurse-O2-nofp-g", out, report);
-    const struct RemoveAtEnd {
-        std::string path;
-        ~RemoveAtEnd() { std::remove(path.c_str()); }
-    } remove_out{out};
+    const RemovedAtEnd remove_out{out};
     CHECK_FALSE(report.compile_unit_added);
     const auto own = units_of(fixture);
     const auto copy = units_of(out);

@@ -7,6 +7,7 @@
 
 #include "sfunwind/bytes.hpp"
 
+#include <algorithm>
 #include <array>
 #include <boost/endian/conversion.hpp>
 #include <cstddef>
@@ -27,14 +28,7 @@ class Emitter {
     // Overwrites the 4-byte field at `at` (a length known once what it
     // measures is written).
     void patch_u32(std::size_t at, std::uint32_t v) {
-        std::array<std::uint8_t, 4> b{};
-        if (order_ == ByteOrder::Little)
-            boost::endian::endian_store<std::uint32_t, 4, boost::endian::order::little>(b.data(),
-                                                                                        v);
-        else
-            boost::endian::endian_store<std::uint32_t, 4, boost::endian::order::big>(b.data(), v);
-        for (std::size_t i = 0; i < 4; ++i)
-            out_[at + i] = b[i];
+        store(v, std::span<std::uint8_t>(out_).subspan(at, 4));
     }
     void uleb(std::uint64_t v) {
         do {
@@ -63,15 +57,20 @@ class Emitter {
 
   private:
     void fixed(std::uint64_t v, unsigned n) {
+        const std::size_t at = out_.size();
+        out_.resize(at + n);
+        store(v, std::span<std::uint8_t>(out_).subspan(at, n));
+    }
+    // The low to.size() bytes of v, in the target's byte order.
+    void store(std::uint64_t v, std::span<std::uint8_t> to) const {
         std::array<std::uint8_t, 8> b{};
         if (order_ == ByteOrder::Little)
             boost::endian::endian_store<std::uint64_t, 8, boost::endian::order::little>(b.data(),
                                                                                         v);
         else
             boost::endian::endian_store<std::uint64_t, 8, boost::endian::order::big>(b.data(), v);
-        const std::size_t first = order_ == ByteOrder::Little ? 0 : 8 - n;
-        out_.insert(out_.end(), b.begin() + static_cast<std::ptrdiff_t>(first),
-                    b.begin() + static_cast<std::ptrdiff_t>(first + n));
+        const std::size_t first = order_ == ByteOrder::Little ? 0 : 8 - to.size();
+        std::copy_n(b.begin() + static_cast<std::ptrdiff_t>(first), to.size(), to.begin());
     }
 
     std::vector<std::uint8_t>& out_;
