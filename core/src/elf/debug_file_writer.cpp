@@ -183,12 +183,11 @@ std::optional<std::size_t> find_named(const Source& src, std::string_view name) 
 // Whether the base has DWARF of its own (a user's debug file): its sections
 // are kept, and no empty compile unit is added beside them.
 bool has_dwarf(const Source& src) {
-    return std::any_of(src.sections.begin(), src.sections.end(), [](const SourceSection& s) {
-        for (const char* name : {".debug_info", ".debug_abbrev", ".debug_line", ".zdebug_info",
-                                 ".zdebug_abbrev", ".zdebug_line"})
-            if (s.name == name) return true;
-        return false;
-    });
+    constexpr std::array<std::string_view, 6> names = {".debug_info",    ".debug_abbrev",
+                                                       ".debug_line",    ".zdebug_info",
+                                                       ".zdebug_abbrev", ".zdebug_line"};
+    return std::any_of(names.begin(), names.end(),
+                       [&](std::string_view name) { return find_named(src, name).has_value(); });
 }
 
 Status read_headers(const ElfFile& base, Source& s, const Failure& fail) {
