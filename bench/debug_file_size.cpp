@@ -4,11 +4,15 @@
 // does by default) and the debug file written (elf::write_debug_file), each
 // timed, with the sizes per MB of the module and of its .sframe.
 //
-//   sfunwind_bench_debug_file [--rounds N] [--out DIR] [--no-callee-saved] MODULE...
+//   sfunwind_bench_debug_file [--rounds N] [--out DIR] [--no-callee-saved] [--threads N] MODULE...
 //
 // --no-callee-saved: without the callee-saved rules (`sframe callee-saved
 // off` in the plugin), whose analysis of every function's instructions is
 // most of the translation time.
+// --threads N: the analysis on N threads (default: every core, as the
+// plugin). With 1, each function meets the decode memos in the same state
+// in every run, so that Callgrind's instruction counts repeat exactly (with
+// more, which thread takes which function varies).
 //
 // One line per module: module and .sframe sizes, .debug_frame and debug file
 // sizes, the best of N rounds (default 3) for the translation and for the
@@ -37,12 +41,13 @@ double since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-cfi::CalleeSavedRules rules_for(const elf::ModuleRows& m) {
+cfi::CalleeSavedRules rules_for(const elf::ModuleRows& m, unsigned threads) {
     // As the LLDB plugin does (plugin/src/debug_file_cache.cpp).
-    return callee_saved::module_debug_frame_rules(*m.file, *m.sframe());
+    return callee_saved::module_debug_frame_rules(*m.file, *m.sframe(), threads);
 }
 
-int measure(const std::string& path, int rounds, const std::string& out_dir, bool callee_saved) {
+int measure(const std::string& path, int rounds, const std::string& out_dir, bool callee_saved,
+            unsigned threads) {
     const elf::ModuleRows m = elf::open_module_rows(path);
     if (m.file == nullptr || m.sframe() == nullptr) {
         std::fprintf(stderr, "%s: no SFrame section: %s\n", path.c_str(), m.problem().c_str());
@@ -61,7 +66,7 @@ int measure(const std::string& path, int rounds, const std::string& out_dir, boo
         auto t0 = std::chrono::steady_clock::now();
         cfi::DebugFrameOptions options;
         if (callee_saved && callee_saved::supported(m.sframe()->abi()))
-            options.callee_saved = rules_for(m);
+            options.callee_saved = rules_for(m, threads);
         auto frame = cfi::write_debug_frame(*m.sframe(), options);
         if (!frame) {
             std::fprintf(stderr, "%s: %s\n", path.c_str(), frame.error().message().c_str());
@@ -99,6 +104,7 @@ int run(int argc, char** argv) {
     int rounds = 3;
     std::string out_dir = std::filesystem::temp_directory_path().string();
     bool callee_saved = true;
+    unsigned threads = 0;
     std::vector<std::string> modules;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -108,18 +114,22 @@ int run(int argc, char** argv) {
             rounds = std::max(1, std::atoi(argv[++i]));
         } else if (a == "--out" && i + 1 < argc) {
             out_dir = argv[++i];
+        } else if (a == "--threads" && i + 1 < argc) {
+            threads = static_cast<unsigned>(std::max(1, std::atoi(argv[++i])));
         } else {
             modules.push_back(a);
         }
     }
     if (modules.empty()) {
-        std::fprintf(stderr, "usage: %s [--rounds N] [--out DIR] [--no-callee-saved] MODULE...\n",
+        std::fprintf(stderr,
+                     "usage: %s [--rounds N] [--out DIR] [--no-callee-saved] [--threads N] "
+                     "MODULE...\n",
                      argv[0]);
         return 2;
     }
     int status = 0;
     for (const auto& m : modules)
-        status |= measure(m, rounds, out_dir, callee_saved);
+        status |= measure(m, rounds, out_dir, callee_saved, threads);
     return status;
 }
 

@@ -102,15 +102,6 @@ void DecodeMemo::grow() {
     rebuild_lengths();
 }
 
-std::size_t DecodeMemo::length_slot(std::uint8_t b0, std::uint8_t b1,
-                                    std::uint8_t b2) const noexcept {
-    // Fibonacci hashing of the three bytes: the product's high bits, which
-    // every bit of them reaches.
-    const std::uint32_t start =
-        std::uint32_t{b0} | std::uint32_t{b1} << 8 | std::uint32_t{b2} << 16;
-    return static_cast<std::size_t>((start * 0x9e3779b1U) >> lengths_shift_);
-}
-
 void DecodeMemo::note_length(std::span<const std::uint8_t> encoding) {
     if (encoding.size() == 1) {
         single_[encoding[0]] = true;
@@ -210,21 +201,9 @@ std::size_t DecodeMemo::lookup(std::uint64_t address, std::span<const std::uint8
         if ((pairs_[pair / 64] >> (pair % 64) & 1U) != 0) lengths |= 1U << 2;
     }
     if (code.size() >= 3) lengths |= lengths_[length_slot(code[0], code[1], code[2])];
-    // An entry's key, compared with the code's first n bytes and n: two
-    // words read straight from the code where it has 16 bytes (a copy into
-    // a zeroed buffer first made each lookup wait for the copy's stores).
+    // An entry's key, compared with the code's first n bytes and n.
     static_assert(max_encoding + 1 == 16);
-    std::uint64_t low = 0;
-    std::uint64_t high = 0;
-    if (code.size() >= 16) {
-        low = boost::endian::load_little_u64(code.data());
-        high = boost::endian::load_little_u64(code.data() + 8);
-    } else {
-        std::array<std::uint8_t, 16> window{};
-        std::memcpy(window.data(), code.data(), code.size());
-        low = boost::endian::load_little_u64(window.data());
-        high = boost::endian::load_little_u64(window.data() + 8);
-    }
+    const auto [low, high] = code_window(code);
     const std::size_t longest = std::min(code.size(), max_encoding);
     if (longest < 15) lengths &= (2U << longest) - 1;
     // Shortest first: a decoder ends an instruction at its first complete

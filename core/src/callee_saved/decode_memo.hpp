@@ -20,9 +20,12 @@
 
 #include "instruction.hpp"
 
+#include <algorithm>
 #include <array>
+#include <boost/endian/conversion.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <vector>
@@ -34,6 +37,25 @@ namespace sfunwind::callee_saved::detail {
 enum class MemoDecoder : std::uint8_t { None, X86_64, AArch64Little, AArch64Big };
 
 class X86FormMemo;
+
+// The first 16 bytes of an encoding, zero past the end of the code, as two
+// little-endian words: both memos compare an encoding's bytes a word at a
+// time (an x86-64 encoding has 15 bytes at most).
+struct CodeWindow {
+    std::uint64_t low = 0;  // bytes 0-7
+    std::uint64_t high = 0; // bytes 8-15
+};
+inline CodeWindow code_window(std::span<const std::uint8_t> code) noexcept {
+    // Read straight from the code where it has 16 bytes (a copy into a
+    // zeroed buffer first made each lookup wait for the copy's stores).
+    if (code.size() >= 16)
+        return {boost::endian::load_little_u64(code.data()),
+                boost::endian::load_little_u64(code.data() + 8)};
+    std::array<std::uint8_t, 16> window{};
+    std::memcpy(window.data(), code.data(), std::min<std::size_t>(code.size(), 16));
+    return {boost::endian::load_little_u64(window.data()),
+            boost::endian::load_little_u64(window.data() + 8)};
+}
 
 // FNV-1a (64 bits), one byte at a time: both memos hash an encoding's
 // prefixes, each from the one before.
@@ -136,7 +158,14 @@ class DecodeMemo {
     // Doubles the table, keeping every entry.
     void grow();
     // The lengths_ slot of an encoding that starts with b0 b1 b2.
-    std::size_t length_slot(std::uint8_t b0, std::uint8_t b1, std::uint8_t b2) const noexcept;
+    // (Here, so that lookup() inlines it: called once per instruction.)
+    std::size_t length_slot(std::uint8_t b0, std::uint8_t b1, std::uint8_t b2) const noexcept {
+        // Fibonacci hashing of the three bytes: the product's high bits,
+        // which every bit of them reaches.
+        const std::uint32_t start =
+            std::uint32_t{b0} | std::uint32_t{b1} << 8 | std::uint32_t{b2} << 16;
+        return static_cast<std::size_t>((start * 0x9e3779b1U) >> lengths_shift_);
+    }
     // Notes that an encoding of that size starts with its first bytes.
     void note_length(std::span<const std::uint8_t> encoding);
     // Sizes lengths_ to the table and notes every entry's length in it.

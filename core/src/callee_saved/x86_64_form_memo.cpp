@@ -71,12 +71,9 @@ bool alike(const X86Form& a, const X86Form& b) {
 
 } // namespace
 
-bool X86FormMemo::matches(const Entry& e, std::span<const std::uint8_t> code) noexcept {
-    const std::uint8_t size = e.form.size;
-    if (code.size() < size) return false;
-    for (std::size_t k = 0; k < size; ++k)
-        if (!inside(e.disp, k) && !inside(e.imm, k) && code[k] != e.encoding[k]) return false;
-    return true;
+bool X86FormMemo::matches(const Entry& e, const CodeWindow& window, std::size_t size) noexcept {
+    return size >= e.form.size && (window.low & e.fixed_mask.low) == e.fixed.low &&
+           (window.high & e.fixed_mask.high) == e.fixed.high;
 }
 
 bool X86FormMemo::find(std::uint64_t address, std::span<const std::uint8_t> code, X86Form& out) {
@@ -86,6 +83,7 @@ bool X86FormMemo::find(std::uint64_t address, std::span<const std::uint8_t> code
     }
     const std::uint32_t heads = heads_[code[0]];
     const std::size_t longest = std::min(code.size(), std::size_t{15});
+    const CodeWindow window = code_window(code);
     std::uint64_t hash = prefix_hash_start;
     for (std::size_t n = 1; n <= longest && (heads >> n) != 0; ++n) {
         hash = prefix_hash_step(hash, code[n - 1]);
@@ -94,7 +92,7 @@ bool X86FormMemo::find(std::uint64_t address, std::span<const std::uint8_t> code
         for (std::size_t s = (hash * 0x9e3779b97f4a7c15ULL) >> (64 - slot_bits_); slots_[s] != 0;
              s = (s + 1) & mask) {
             const Entry& e = entries_[slots_[s] - 1];
-            if (e.hash != hash || e.head != n || !matches(e, code)) continue;
+            if (e.hash != hash || e.head != n || !matches(e, window, code.size())) continue;
             out = e.form;
             for (std::uint8_t i = 0; i < out.op_count; ++i)
                 if (e.source[i] != Source::Fixed)
@@ -194,6 +192,13 @@ void X86FormMemo::learn(const cs_insn& insn, const X86Form& form, const Decode& 
     for (std::size_t k = 0; k < e.head; ++k)
         hash = prefix_hash_step(hash, e.encoding[k]);
     e.hash = hash;
+    std::array<std::uint8_t, 16> mask{};
+    for (std::size_t k = 0; k < form.size; ++k)
+        if (!inside(e.disp, k) && !inside(e.imm, k)) mask[k] = 0xff;
+    e.fixed_mask = code_window(mask);
+    e.fixed = code_window(a);
+    e.fixed.low &= e.fixed_mask.low;
+    e.fixed.high &= e.fixed_mask.high;
     entries_.push_back(e);
     if (2 * entries_.size() > slots_.size())
         grow();

@@ -29,6 +29,7 @@
 // form learnt from real code both ways (test_decode_memo.cpp).
 #pragma once
 
+#include "decode_memo.hpp"
 #include "x86_64_form.hpp"
 
 #include <array>
@@ -95,12 +96,17 @@ class X86FormMemo {
         Field imm;
         std::uint64_t address = 0; // learnt at
         std::uint64_t hash = 0;    // of encoding[0, head)
+        // The bytes outside the fields (the others 0), and a mask of them,
+        // as code_window() words: what matches() compares.
+        CodeWindow fixed;
+        CodeWindow fixed_mask;
         std::array<Source, 8> source{};
         X86Form form;
     };
 
-    // Whether `code` is an encoding of `e`: its bytes outside the fields.
-    static bool matches(const Entry& e, std::span<const std::uint8_t> code) noexcept;
+    // Whether code of `size` bytes, whose first bytes are `window`, is an
+    // encoding of `e`: its bytes outside the fields.
+    static bool matches(const Entry& e, const CodeWindow& window, std::size_t size) noexcept;
     void insert(std::uint32_t index);
     void grow();
 

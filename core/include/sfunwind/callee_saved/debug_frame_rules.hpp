@@ -61,13 +61,15 @@ cfi::CalleeSavedRules debug_frame_rules(const sframe::Section& section, CodeAt c
 // The same for the module `file` (an elf::ElfFile) whose SFrame section is
 // `section`, with the file's facts (module_facts(): what GDB's and the CLI's
 // analyses take, so that every debugger shows the same values), on every
-// core: what the LLDB plugin writes. Both must outlive the result.
+// core (or `threads`): what the LLDB plugin writes. Both must outlive the
+// result.
 template <class File>
-cfi::CalleeSavedRules module_debug_frame_rules(const File& file, const sframe::Section& section) {
+cfi::CalleeSavedRules module_debug_frame_rules(const File& file, const sframe::Section& section,
+                                               unsigned threads = 0) {
     const CodeAt code = [&file](std::uint64_t vaddr, std::uint64_t size) {
         return file.loaded_bytes(vaddr, size);
     };
-    return debug_frame_rules(section, code, 0,
+    return debug_frame_rules(section, code, threads,
                              module_facts(file, section.abi(), code, rows_from(&section)));
 }
 
