@@ -147,11 +147,18 @@ def plans_from_log(path):
     return plans
 
 
+def cached_debug_file(path, cache_dir=None):
+    """Where the plugin's cache keeps the debug file of the program at
+    `path` (by its build-id)."""
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.check_output(["readelf", "-n", path], text=True)).group(1)
+    return os.path.join(cache_dir or os.environ["SFUNWIND_LLDB_CACHE"], ".build-id", build_id[:2],
+                        build_id[2:] + ".debug")
+
+
 def wait_for_debug_file(path, seconds=10.0):
     """Whether the cache holds the debug file of the program at `path`
     (looked up without asking LLDB anything)."""
-    build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.check_output(["readelf", "-n", path], text=True)).group(1)
-    debug = os.path.join(os.environ["SFUNWIND_LLDB_CACHE"], ".build-id", build_id[:2], build_id[2:] + ".debug")
+    debug = cached_debug_file(path)
     deadline = time.time() + seconds
     while time.time() < deadline:
         if os.path.exists(debug):
@@ -251,10 +258,24 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
             # The program has no DWARF: its debug file's empty compile unit
             # makes LLDB take the DWARF symbol file, which reads the symbols
             # once (with SymbolFileSymtab, twice: elf/empty_compile_unit.hpp).
+            # The plugin adds it where the file's .symtab has 300 entries or
+            # more (debug_file_cache.cpp, compile_unit_min_symbols): below
+            # that, the unit costs LLDB more than the second parse.
+            debug = cached_debug_file(noeh_path, st["cache_dir"])
+            sections = subprocess.check_output(["readelf", "-S", "-W", debug], text=True)
+            symtab = re.search(r"Symbol table '\.symtab' contains (\d+) entries",
+                               subprocess.check_output(["readelf", "-s", "-W", debug], text=True))
+            symbols = int(symtab.group(1)) if symtab else 0
+            has_unit = ".debug_info" in sections
+            own_dwarf = ".debug_info" in subprocess.check_output(["readelf", "-S", "-W", noeh_path], text=True)
+            res.check(label + ": the debug file has the compile unit exactly when its .symtab has 300 entries "
+                      "or more", symtab is not None and (own_dwarf or has_unit == (symbols >= 300)),
+                      "%d entries, unit %s, own DWARF %s" % (symbols, has_unit, own_dwarf))
+            want = "dwarf" if has_unit else "symtab"
             ok, out, err = s.cmd("image dump symfile " + module_name)
             kind = re.search(r"SymbolFile (\S+) \(", out or "")
-            res.check(label + ": LLDB reads the program's debug file with its DWARF symbol file",
-                      ok and kind is not None and kind.group(1) == "dwarf",
+            res.check(label + ": LLDB reads the program's debug file with its %s symbol file" % want,
+                      ok and kind is not None and kind.group(1) == want,
                       kind.group(0) if kind else (err or out)[:200])
         # Frame k's pc comes from frame k-1's plan, its CFA from its own: the
         # generated CFI decides the pc where k-1 has an FDE and the CFA where

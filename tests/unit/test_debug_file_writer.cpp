@@ -270,13 +270,15 @@ std::vector<UnitSeen> units_of(const std::string& path) {
 
 // The debug file of a fixture: its SFrame rows as .debug_frame.
 std::string write_fixture_debug_file(const std::string& rel, const std::string& out,
-                                     elf::DebugFileReport& report) {
+                                     elf::DebugFileReport& report,
+                                     std::size_t compile_unit_min_symbols = 0) {
     auto fixture = (test::source_dir() / "tests/fixtures/bin" / rel).string();
     const elf::ElfFile program = test::open_elf(fixture);
     const std::vector<std::uint8_t> frame = debug_frame_of(program);
     elf::DebugFileContents contents;
     contents.debug_frame = frame;
     contents.generator = "sfunwind test, version 2";
+    contents.compile_unit_min_symbols = compile_unit_min_symbols;
     auto written = elf::write_debug_file(program, contents, out);
     if (!written) FAIL(written.error().message());
     report = *written;
@@ -312,6 +314,32 @@ TEST_CASE("write_debug_file: a program without DWARF gets one compile unit that 
             CHECK(s->flags == 0);
         }
     }
+}
+
+TEST_CASE("write_debug_file: the compile unit only where the symbols reach the minimum") {
+    const char* rel = "gas-2.40/plt-O2-nofp-noeh/plt";
+    const std::string out = temp_path("min.debug");
+    const RemovedAtEnd remove_out{out};
+    elf::DebugFileReport report;
+    write_fixture_debug_file(rel, out, report);
+    const std::size_t symbols = report.symbols;
+    REQUIRE(symbols > 1);
+    // One symbol short of the minimum: no unit, and no DWARF section at all.
+    write_fixture_debug_file(rel, out, report, symbols + 1);
+    CHECK(report.symbols == symbols);
+    CHECK_FALSE(report.compile_unit_added);
+    {
+        const elf::ElfFile copy = test::open_elf(out);
+        for (const char* name : {".debug_abbrev", ".debug_info", ".debug_line"}) {
+            INFO(name);
+            CHECK(copy.section(name) == nullptr);
+        }
+        CHECK(copy.section(".debug_frame") != nullptr);
+    }
+    // At the minimum: the unit.
+    write_fixture_debug_file(rel, out, report, symbols);
+    CHECK(report.compile_unit_added);
+    CHECK(units_of(out).size() == 1);
 }
 
 TEST_CASE("write_debug_file: a program's own DWARF is kept, with no compile unit added") {

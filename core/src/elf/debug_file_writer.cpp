@@ -719,7 +719,7 @@ Expected<DebugFileReport> write_debug_file(const ElfFile& base, const DebugFileC
                       contents.generator.size()},
                      1});
     EmptyCompileUnit unit;
-    if (!has_dwarf(src)) {
+    if (!has_dwarf(src) && report.symbols >= contents.compile_unit_min_symbols) {
         unit =
             empty_compile_unit(contents.generator, src.little ? ByteOrder::Little : ByteOrder::Big);
         added.push_back({".debug_abbrev", unit.debug_abbrev, 1});

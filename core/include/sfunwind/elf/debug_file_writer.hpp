@@ -8,9 +8,10 @@
 // sections (SHT_NOBITS: code and data are read from the program). Added: a
 // .debug_frame section (or the base's replaced), a .symtab that names
 // every function a debugger must unwind through, a .sfunwind section
-// naming the generator, and, when the base has no DWARF, a compile unit that
-// describes no code (elf/empty_compile_unit.hpp: with it LLDB reads the
-// symbols once, not twice). The file costs its .debug_frame, its symbols and
+// naming the generator, and, when the base has no DWARF (and the symbols
+// are many enough: DebugFileContents::compile_unit_min_symbols), a compile
+// unit that describes no code (elf/empty_compile_unit.hpp: with it LLDB reads
+// the symbols once, not twice). The file costs its .debug_frame, its symbols and
 // the base's DWARF, not the program's size.
 //
 // Why this is enough for LLDB (19 and 23, lldb/source/Plugins/SymbolVendor/
@@ -58,6 +59,12 @@ struct DebugFileContents {
     // replacing one the base has): a reader tells the files of a generator
     // from the other debug files of a module by it, whatever their version.
     std::string generator;
+    // Where the base has no DWARF, the empty compile unit is added only when
+    // the new .symtab has at least this many entries (the null one
+    // included): the unit spares LLDB a second parse of the symbols, but
+    // costs it a fixed amount per module (the LLDB plugin's threshold says
+    // how much).
+    std::size_t compile_unit_min_symbols = 0;
 };
 
 // The name of that section: not allocated, so no debugger loads it.
@@ -67,7 +74,7 @@ struct DebugFileReport {
     std::size_t symbols = 0; // entries of the new .symtab, the null entry included
     std::size_t added_functions = 0;
     std::size_t copied_dynamic = 0;  // .dynsym entries copied in
-    bool compile_unit_added = false; // the base had no DWARF: the empty unit was added
+    bool compile_unit_added = false; // no DWARF in the base, symbols enough: the unit was added
     std::uint64_t file_size = 0;
 };
 
