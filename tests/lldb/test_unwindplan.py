@@ -155,6 +155,13 @@ def cached_debug_file(path, cache_dir=None):
                         build_id[2:] + ".debug")
 
 
+def spec_path(spec):
+    """An SBFileSpec's full path, or None."""
+    if not spec or not spec.GetFilename():
+        return None
+    return os.path.join(spec.GetDirectory() or "", spec.GetFilename())
+
+
 def wait_for_debug_file(path, seconds=10.0):
     """Whether the cache holds the debug file of the program at `path`
     (looked up without asking LLDB anything)."""
@@ -261,7 +268,13 @@ def check_program(plain, s, res, work, label, cfi_path, noeh_path, args, module_
             # The plugin adds it where the file's .symtab has 300 entries or
             # more (debug_file_cache.cpp, compile_unit_min_symbols): below
             # that, the unit costs LLDB more than the second parse.
-            debug = cached_debug_file(noeh_path, st["cache_dir"])
+            # The file LLDB loaded: LLDB 23 asks debuginfod first, and its
+            # client may hold a file served earlier for the same build-id
+            # (the unstripped program's, for a stripped copy).
+            debug = next((spec_path(m.GetSymbolFileSpec()) for m in
+                          (target.GetModuleAtIndex(i) for i in range(target.GetNumModules()))
+                          if m.GetFileSpec().GetFilename() == module_name), None) or \
+                cached_debug_file(noeh_path, st["cache_dir"])
             sections = subprocess.check_output(["readelf", "-S", "-W", debug], text=True)
             symtab = re.search(r"Symbol table '\.symtab' contains (\d+) entries",
                                subprocess.check_output(["readelf", "-s", "-W", debug], text=True))
