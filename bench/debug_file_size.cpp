@@ -9,14 +9,17 @@
 // --no-callee-saved: without the callee-saved rules (`sframe callee-saved
 // off` in the plugin), whose analysis of every function's instructions is
 // most of the translation time.
-// --threads N: the analysis on N threads (default: every core, as the
-// plugin). With 1, each function meets the decode memos in the same state
+// --threads N: the analysis on N threads (default, and 0: every core, as
+// the plugin). With 1, each function meets the decode memos in the same state
 // in every run, so that Callgrind's instruction counts repeat exactly (with
 // more, which thread takes which function varies).
 //
 // One line per module: module and .sframe sizes, .debug_frame and debug file
 // sizes, the best of N rounds (default 3) for the translation and for the
-// write, and the ratios.
+// write, and the ratios. The file gets the empty compile unit wherever the
+// module has no DWARF (the writer's default), where the plugin leaves it out
+// of modules with few symbols (plugin/src/debug_file_cache.cpp): a few
+// hundred bytes more on those.
 #include "sfunwind/callee_saved/debug_frame_rules.hpp"
 #include "sfunwind/cfi/dwarf_writer.hpp"
 #include "sfunwind/elf/debug_file_writer.hpp"
@@ -115,7 +118,7 @@ int run(int argc, char** argv) {
         } else if (a == "--out" && i + 1 < argc) {
             out_dir = argv[++i];
         } else if (a == "--threads" && i + 1 < argc) {
-            threads = static_cast<unsigned>(std::max(1, std::atoi(argv[++i])));
+            threads = static_cast<unsigned>(std::max(0, std::atoi(argv[++i])));
         } else {
             modules.push_back(a);
         }

@@ -52,7 +52,7 @@ inline CodeWindow code_window(std::span<const std::uint8_t> code) noexcept {
         return {boost::endian::load_little_u64(code.data()),
                 boost::endian::load_little_u64(code.data() + 8)};
     std::array<std::uint8_t, 16> window{};
-    std::memcpy(window.data(), code.data(), std::min<std::size_t>(code.size(), 16));
+    if (!code.empty()) std::memcpy(window.data(), code.data(), code.size());
     return {boost::endian::load_little_u64(window.data()),
             boost::endian::load_little_u64(window.data() + 8)};
 }
