@@ -20,7 +20,6 @@
 
 #include "instruction.hpp"
 
-#include <algorithm>
 #include <array>
 #include <boost/endian/conversion.hpp>
 #include <cstddef>
