@@ -111,6 +111,9 @@ class StatusCommand final : public Command {
             // How many debug files' stamps were checked (the stop hook checks
             // a module's until LLDB uses the file).
             j.key("stamp_checks").value(session_.coverage.stamp_checks());
+            // How many modules the stop hook (and `sframe cover`) listed in
+            // full: a module whose file LLDB uses is not listed again.
+            j.key("listed_modules").value(session_.coverage.listed_modules());
             const ResponderStatus r = session_.coverage.responder_status();
             j.key("responder").begin_object();
             j.key("url").value(r.url).key("problem").value(r.problem);

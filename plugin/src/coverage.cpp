@@ -204,6 +204,11 @@ std::uint64_t Coverage::stamp_checks() const {
     return cache()->stamp_checks();
 }
 
+std::uint64_t Coverage::listed_modules() const {
+    const std::lock_guard lock(mutex_);
+    return listed_modules_;
+}
+
 std::string Coverage::cache_dir() const {
     return cache()->dir();
 }
@@ -724,13 +729,19 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
     generate(debugger, target);
     // With a process, LLDB has stopped at least once and unwound at that stop.
     const bool late = target.GetProcess().IsValid();
-    for (const TargetModule& m : catalog_.modules(target)) {
+    // Modules settled at an earlier stop are not listed again.
+    const auto unsettled = [this](const TargetModule& m) {
+        const std::lock_guard lock(mutex_);
+        return in_use_.count(m.path + '\n' + m.uuid) == 0;
+    };
+    const std::vector<TargetModule> listed = catalog_.modules(target, unsettled);
+    {
+        const std::lock_guard lock(mutex_);
+        listed_modules_ += listed.size();
+    }
+    for (const TargetModule& m : listed) {
         if (!m.table->sframe()) continue;
         const std::string key = m.path + '\n' + m.uuid;
-        {
-            const std::lock_guard lock(mutex_);
-            if (in_use_.count(key) != 0) continue;
-        }
         ModuleCoverage c = examine(debugger, m, true);
         if (c.state == ModuleCoverage::State::InUse) settle(key, m.path);
         if (c.cache.generated_now && c.state != ModuleCoverage::State::Failed) {

@@ -115,6 +115,9 @@ class Coverage {
     std::uint64_t cache_listings() const;
     // How many stamps the cache checked (DebugFileCache::stamp_checks()).
     std::uint64_t stamp_checks() const;
+    // How many modules install() listed in full (located, their files
+    // read): a stop lists only the modules not settled at an earlier one.
+    std::uint64_t listed_modules() const;
     Eviction set_cache_limit(std::uint64_t bytes);
     // Why the environment's limit was not used (empty: it was, or unset).
     std::string cache_limit_problem() const;
@@ -220,6 +223,7 @@ class Coverage {
     // libraries). Emptied when the cache moves or coverage is switched.
     std::set<std::string> in_use_;
     std::set<std::string> in_use_paths_;
+    std::uint64_t listed_modules_ = 0;
     std::map<std::string, std::vector<std::string>> needed_; // needed_of(), by program path + uuid
     std::set<std::string>
         added_with_command_; // module path + debug file given with `target symbols add`

@@ -165,12 +165,18 @@ std::vector<TargetModule> ModuleCatalog::module_files(lldb::SBTarget& target) {
 }
 
 std::vector<TargetModule> ModuleCatalog::modules(lldb::SBTarget& target) {
+    return modules(target, [](const TargetModule&) { return true; });
+}
+
+std::vector<TargetModule>
+ModuleCatalog::modules(lldb::SBTarget& target,
+                       const std::function<bool(const TargetModule&)>& wanted) {
     std::vector<TargetModule> out;
     const std::uint32_t n = target.GetNumModules();
     out.reserve(n);
     for (std::uint32_t i = 0; i < n; ++i) {
         TargetModule m;
-        if (!identify(target.GetModuleAtIndex(i), m)) continue;
+        if (!identify(target.GetModuleAtIndex(i), m) || !wanted(m)) continue;
         locate(target, m);
         m.table = file(m.path, m.uuid);
         if (!m.table->file && m.loaded && !m.path.empty() && m.path.front() == '[' &&

@@ -13,6 +13,7 @@
 #include "sfunwind/unwind/module_set.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <lldb/API/SBModule.h>
 #include <lldb/API/SBSymbol.h>
 #include <lldb/API/SBTarget.h>
@@ -52,6 +53,12 @@ class ModuleCatalog {
     // symbol file first (SBModule::GetNumSections does), so this is not for
     // code that must run before that lookup.
     std::vector<TargetModule> modules(lldb::SBTarget& target);
+    // The same for the modules `wanted` accepts, asked with each module's
+    // identity (path, name, UUID, its SBModule) before anything else: the
+    // others are neither located nor read (a stop hook's listing of 300
+    // libraries already settled costs LLDB's section calls for each).
+    std::vector<TargetModule> modules(lldb::SBTarget& target,
+                                      const std::function<bool(const TargetModule&)>& wanted);
     // The modules' files only (path, UUID, parsed file; not located): asks
     // LLDB nothing that would make it look for symbols or touch the process.
     std::vector<TargetModule> module_files(lldb::SBTarget& target);

@@ -28,6 +28,9 @@ LIBRARIES = 120
 # The first file generated lists the cache; the others add to its count
 # (a limit of 1 GiB is far off).
 MAX_LISTINGS = 2
+# Modules a stop lists again: those without SFrame (libc, ld.so, the vdso),
+# which are never settled.
+MAX_UNSETTLED = 8
 
 
 def stop_frames(session, target, launch):
@@ -91,11 +94,21 @@ def run(args, work, res):
         res.check("plugin: one stamp check per module up to the first stop (%s for %d modules)"
                   % (checks, LIBRARIES + 1),
                   checks is not None and checks < 2 * (LIBRARIES + 1), str(checks))
+        listed = status.get("listed_modules")
         for _ in range(3):
             s.cmd("thread step-inst")
-        after = s.json_cmd("sframe status --json").get("stamp_checks")
+        later = s.json_cmd("sframe status --json")
+        after = later.get("stamp_checks")
         res.check("plugin: 3 more stops check no debug file's stamp again (%s, then %s)" % (checks, after),
                   checks is not None and checks >= LIBRARIES + 1 and after == checks, "%s -> %s" % (checks, after))
+        # Nor list the settled modules again (their sections, through LLDB's
+        # SB API, for each): only those without SFrame (libc, ld.so, the
+        # vdso) are, a few a stop.
+        listed_after = later.get("listed_modules")
+        res.check("plugin: the first stop listed every module (%s for %d), 3 more stops at most %d more (%s)"
+                  % (listed, LIBRARIES + 1, 3 * MAX_UNSETTLED, listed_after),
+                  listed is not None and listed_after is not None and listed >= LIBRARIES + 1
+                  and listed_after - listed <= 3 * MAX_UNSETTLED, "%s -> %s" % (listed, listed_after))
     finally:
         s.delete(target)
 
