@@ -404,7 +404,7 @@ std::string Coverage::serve(const std::string& build_id) {
     return entry->path;
 }
 
-void Coverage::prepare_file(const std::string& debugger_name, const std::string& path,
+void Coverage::prepare_file(const std::vector<std::string>& dirs, const std::string& path,
                             std::shared_ptr<const elf::ElfFile> opened) {
     // One open of the file for its build-id, whether it has SFrame and the
     // catalog's table (a probe for each opened it again: 300 libraries were
@@ -427,8 +427,7 @@ void Coverage::prepare_file(const std::string& debugger_name, const std::string&
     opened->close_descriptor();
     if (!file->sframe()) return;
     if (file->file && file->file->has_section(".debug_info") && lldb_major_ < 23) return;
-    auto entry =
-        cache()->ensure(*file, separate_debug_file(debugger_name, *file), progress_to_stderr);
+    auto entry = cache()->ensure(*file, separate_debug_file(dirs, *file), progress_to_stderr);
     if (entry && entry->generated_now) {
         const std::lock_guard lock(mutex_);
         generated_[entry->path] = *entry;
@@ -459,19 +458,16 @@ void Coverage::prepare(const std::string& debugger_name, const std::string& prog
         if (auto names = core_file_names(core))
             for (auto& name : *names)
                 paths.push_back({std::move(name), nullptr});
+    const std::vector<std::string> dirs = debug_search_dirs(debugger_name);
     for (auto& [path, file] : paths)
-        prepare_file(debugger_name, path, std::move(file));
+        prepare_file(dirs, path, std::move(file));
 }
 
-std::string Coverage::separate_debug_file(const std::string& debugger_name,
-                                          const elf::ModuleRows& file) {
+std::vector<std::string> Coverage::debug_search_dirs(const std::string& debugger_name) {
     std::vector<std::string> dirs = setting_paths(search_paths_setting, debugger_name.c_str());
-    {
-        // The responder's thread reads this copy: it must not call LLDB.
-        const std::lock_guard lock(mutex_);
-        debug_dirs_ = dirs;
-    }
-    return separate_debug_file(dirs, file);
+    const std::lock_guard lock(mutex_);
+    debug_dirs_ = dirs;
+    return dirs;
 }
 
 std::string Coverage::separate_debug_file(std::vector<std::string> dirs,
@@ -578,14 +574,20 @@ std::vector<std::string> Coverage::needed_of(const TargetModule& program) {
     return keep_needed(key, needed_libraries(*program.table->file, program.path));
 }
 
-void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
+void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target,
+                        const std::vector<std::string>& dirs) {
     if (!enabled() || !target.IsValid()) return;
     std::vector<TargetModule> modules = catalog_.module_files(target);
     // The libraries the program needs, which LLDB may not have added yet
     // (it adds them when the dynamic loader reports them, and looks for
     // their symbols at once).
     if (!modules.empty() && modules.front().table->file) {
+        // Those LLDB has added are in the list already.
+        std::set<std::string> added;
+        for (const auto& m : modules)
+            added.insert(m.path);
         for (const auto& lib : needed_of(modules.front())) {
+            if (added.count(lib) != 0) continue;
             TargetModule m;
             m.path = lib;
             m.name = std::filesystem::path(lib).filename().string();
@@ -614,8 +616,7 @@ void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
         if (!m.table->sframe()) continue;
         if (m.table->file && m.table->file->has_section(".debug_info") && lldb_major_ < 23)
             continue;
-        auto entry = files->ensure(
-            *m.table, separate_debug_file(debugger.GetInstanceName(), *m.table), progress);
+        auto entry = files->ensure(*m.table, separate_debug_file(dirs, *m.table), progress);
         if (entry && entry->generated_now) {
             const std::lock_guard lock(mutex_);
             generated_[entry->path] = *entry;
@@ -623,7 +624,9 @@ void Coverage::generate(lldb::SBDebugger& debugger, lldb::SBTarget& target) {
     }
 }
 
-ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule& m, bool generate) {
+ModuleCoverage Coverage::examine(const TargetModule& m,
+                                 const std::optional<std::vector<std::string>>& dirs) {
+    const bool generate = dirs.has_value();
     ModuleCoverage c;
     c.module = m.name;
     c.path = m.path;
@@ -647,7 +650,7 @@ ModuleCoverage Coverage::examine(lldb::SBDebugger& debugger, const TargetModule&
         !served_copy)
         base = symbols;
     else if (generate && !served_copy)
-        base = separate_debug_file(debugger.GetInstanceName(), *m.table);
+        base = separate_debug_file(*dirs, *m.table);
     // LLDB before 23 loads a symbol file for a module that has DWARF of its
     // own as a separate object whose sections never get load addresses:
     // breakpoints, variables and every frame above frame 0 break (measured
@@ -726,7 +729,8 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
         return lines;
     // Files first, before anything below makes LLDB look for symbols: then
     // LLDB finds them itself where it had not looked yet.
-    generate(debugger, target);
+    const std::vector<std::string> dirs = debug_search_dirs(debugger.GetInstanceName());
+    generate(debugger, target, dirs);
     // With a process, LLDB has stopped at least once and unwound at that stop.
     const bool late = target.GetProcess().IsValid();
     // Modules settled at an earlier stop are not listed again.
@@ -742,7 +746,7 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
     for (const TargetModule& m : listed) {
         if (!m.table->sframe()) continue;
         const std::string key = m.path + '\n' + m.uuid;
-        ModuleCoverage c = examine(debugger, m, true);
+        ModuleCoverage c = examine(m, dirs);
         if (c.state == ModuleCoverage::State::InUse) settle(key, m.path);
         if (c.cache.generated_now && c.state != ModuleCoverage::State::Failed) {
             const std::uint64_t limit = cache_limit(); // before the lock: it takes it
@@ -802,8 +806,7 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
         // client (the responder) first, uses what that gives, and still
         // reports "does not match any existing module" (measured): what
         // counts is the symbol file LLDB has now.
-        if (!added && examine(debugger, m, false).state == ModuleCoverage::State::InUse)
-            added = true;
+        if (!added && examine(m, std::nullopt).state == ModuleCoverage::State::InUse) added = true;
         if (!added) {
             const std::lock_guard lock(mutex_);
             if (failures_.emplace(key, error).second)
@@ -846,9 +849,8 @@ std::vector<std::string> Coverage::install(lldb::SBDebugger& debugger, lldb::SBT
 
 std::vector<ModuleCoverage> Coverage::report(lldb::SBTarget& target) {
     std::vector<ModuleCoverage> out;
-    lldb::SBDebugger debugger = target.GetDebugger();
     for (const TargetModule& m : catalog_.modules(target))
-        out.push_back(examine(debugger, m, false));
+        out.push_back(examine(m, std::nullopt));
     return out;
 }
 

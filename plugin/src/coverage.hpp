@@ -50,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -156,8 +157,13 @@ class Coverage {
     // Writes the missing debug files of the target's modules and of the
     // libraries its program needs (LLDB finds those itself when the dynamic
     // loader adds them), asking LLDB nothing that makes it look for symbols.
-    void generate(lldb::SBDebugger& debugger, lldb::SBTarget& target);
-    ModuleCoverage examine(lldb::SBDebugger& debugger, const TargetModule& m, bool generate);
+    // `dirs` are debug_search_dirs().
+    void generate(lldb::SBDebugger& debugger, lldb::SBTarget& target,
+                  const std::vector<std::string>& dirs);
+    // What LLDB uses for the module, and with `dirs` (debug_search_dirs()),
+    // the module's debug file made first if missing.
+    ModuleCoverage examine(const TargetModule& m,
+                           const std::optional<std::vector<std::string>>& dirs);
     // The libraries `program` needs (needed_libraries(): each a file
     // opened on the RUNPATH), found once per program file and session.
     std::vector<std::string> needed_of(const TargetModule& program);
@@ -168,18 +174,19 @@ class Coverage {
                                          const std::vector<NeededLibrary>& libs);
     // Records that LLDB reads the plugin's file for this module (in_use_).
     void settle(const std::string& key, const std::string& path);
+    // The debugger's debug-file search paths (read once per pass over the
+    // modules: a settings read is an SB call), kept for the responder's
+    // thread, which must not call LLDB.
+    std::vector<std::string> debug_search_dirs(const std::string& debugger_name);
     // An existing separate debug file of the module (by build-id, in the
-    // debug-file search paths other than the cache, and /usr/lib/debug):
-    // the base of ours, so that its DWARF stays. Empty when there is none.
-    std::string separate_debug_file(const std::string& debugger_name, const elf::ModuleRows& file);
-    // The same among `dirs` (a copy of the setting, for the responder's
-    // thread, which must not call LLDB).
+    // search paths `dirs` other than the cache, and /usr/lib/debug): the
+    // base of ours, so that its DWARF stays. Empty when there is none.
     std::string separate_debug_file(std::vector<std::string> dirs,
                                     const elf::ModuleRows& file) const;
-    // The debug file of one local file, made if missing (no SB call but the
-    // settings read of separate_debug_file()).
-    // `opened`, when given, is that path opened already (no descriptor kept).
-    void prepare_file(const std::string& debugger_name, const std::string& path,
+    // The debug file of one local file, made if missing (no SB call).
+    // `dirs` are debug_search_dirs(); `opened`, when given, is that path
+    // opened already (no descriptor kept).
+    void prepare_file(const std::vector<std::string>& dirs, const std::string& path,
                       std::shared_ptr<const elf::ElfFile> opened = nullptr);
     // Whether `symbols` is a copy LLDB's debuginfod client keeps of a file
     // the responder sent for build-id `id` (now `debug_file`).
