@@ -5,7 +5,10 @@
 #include "instruction.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
+#include <optional>
+#include <utility>
 
 namespace sfunwind::callee_saved {
 namespace {
@@ -407,6 +410,7 @@ struct Pass {
     std::span<const Row> seen;              // the rows the instructions have
     std::span<const std::uint32_t> row_of;  // per instruction: its index in `seen`, or no_row
     std::span<const std::uint32_t> offsets; // per instruction: its offset from `start`
+    std::span<const std::uint8_t> bytes;    // the function's code
     std::uint64_t start = 0;
     std::uint64_t size = 0;
     const CodeFacts& facts;
@@ -426,6 +430,27 @@ struct Pass {
         if (it == offsets.end() || *it != offset) return std::nullopt;
         return static_cast<std::size_t>(it - offsets.begin());
     }
+    // The instruction a jump to `pc` runs: the one that starts there, or on
+    // x86-64 the one whose legacy prefixes `pc` skips (glibc's `je 1f; lock;
+    // 1: cmpxchg`: the same instruction without its lock prefix, which
+    // writes the same registers).
+    std::optional<std::size_t> target_of(std::uint64_t pc) const {
+        if (auto k = index_of(pc)) return k;
+        if (abi.arch != Arch::X86_64 || pc < start || pc - start >= size) return std::nullopt;
+        const auto offset = static_cast<std::uint32_t>(pc - start);
+        const auto it = std::upper_bound(offsets.begin(), offsets.end(), offset);
+        if (it == offsets.begin()) return std::nullopt;
+        const auto k = static_cast<std::size_t>(it - offsets.begin()) - 1;
+        if (offset >= offsets[k] + decoded.instructions[k].size) return std::nullopt;
+        // Intel SDM vol. 2, section 2.1.1: groups 1 to 4.
+        constexpr std::array<std::uint8_t, 11> legacy_prefixes = {
+            0xf0, 0xf2, 0xf3, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65, 0x66, 0x67};
+        for (std::uint32_t at = offsets[k]; at < offset; ++at)
+            if (std::find(legacy_prefixes.begin(), legacy_prefixes.end(), bytes[at]) ==
+                legacy_prefixes.end())
+                return std::nullopt;
+        return k;
+    }
 };
 
 // The rule table the pass makes (FunctionRules' members of the same names).
@@ -434,6 +459,11 @@ struct Solution {
     std::vector<std::uint32_t> change_offsets;
     std::vector<std::int32_t> change_codes;
     std::vector<std::uint32_t> never_run;
+    // A path the pass cannot follow: from the instruction at `from` to
+    // `to`, where no decoded instruction starts (code after an instruction
+    // Capstone cannot decode, or a jump into an instruction). Code there may
+    // write any register and jump back anywhere, so no rule holds.
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> escape;
 };
 
 } // namespace
@@ -491,7 +521,16 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
     out.change_offsets.clear();
     out.change_codes.clear();
     out.never_run.clear();
+    out.escape.reset();
     const std::vector<Instruction>& insns = p.decoded.instructions;
+    // Where decoding stopped before the function's end, the code after is
+    // unseen: a path into it escapes the pass.
+    const std::uint64_t decoded_end =
+        insns.empty() ? p.start : insns.back().address + insns.back().size;
+    const bool undecoded_tail = decoded_end < p.start + p.size;
+    auto escape = [&](const Instruction& from, std::uint64_t to) {
+        if (!out.escape) out.escape = std::make_pair(from.address, to);
+    };
     const std::size_t nregs = p.registers.size();
     const Abi& abi = p.abi;
     const CodeFacts& facts = p.facts;
@@ -570,8 +609,10 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
                     if (ip < site.begin || ip >= site.end) continue;
                     if (const auto t = p.index_of(site.landing_pad))
                         pad_of[k] = static_cast<std::uint32_t>(*t);
-                    else if (site.landing_pad >= p.start && site.landing_pad - p.start < p.size)
+                    else if (site.landing_pad >= p.start && site.landing_pad - p.start < p.size) {
+                        if (site.landing_pad >= decoded_end) escape(in, site.landing_pad);
                         pad_of.clear();
+                    }
                     break;
                 }
             }
@@ -592,17 +633,29 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
             State<N> s = before(k);
             if (const Row* r = p.row_at(k)) anchor(s, *r, abi, stats);
             const Instruction& in = insns[k];
-            if (in.flow == Flow::Indirect || (calls_enter && in.flow == Flow::Call))
+            if (in.flow == Flow::Indirect || (calls_enter && in.flow == Flow::Call)) {
                 body = meet(body, s);
+                // A switch table's case, or a landing pad, may lie there.
+                if (undecoded_tail) escape(in, decoded_end);
+            }
             transfer(s, p.decoded, in, p.registers);
             if (exact_pads && pad_of[k] != no_pad) propagate(pad_of[k], s);
             const bool returning_call =
                 in.flow == Flow::Call &&
                 !(in.direct_call && facts.never_returns && facts.never_returns(in.target));
             const bool next = in.flow == Flow::Next || in.flow == Flow::Branch || returning_call;
-            if (next && k + 1 < insns.size()) propagate(k + 1, s);
-            if (in.flow == Flow::Jump || in.flow == Flow::Branch)
-                if (auto t = p.index_of(in.target)) propagate(*t, s);
+            if (next && k + 1 < insns.size())
+                propagate(k + 1, s);
+            else if (next && undecoded_tail)
+                escape(in, decoded_end);
+            // A jump out of the function (a tail call) has no edge here.
+            if ((in.flow == Flow::Jump || in.flow == Flow::Branch) && in.target >= p.start &&
+                in.target - p.start < p.size) {
+                if (auto t = p.target_of(in.target))
+                    propagate(*t, s);
+                else
+                    escape(in, in.target);
+            }
         }
         return true;
     };
@@ -840,8 +893,17 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
                              "frame",
                          Address{start});
 
-    const Pass pass{abi,   decoded,     seen,  row_of, out.offsets_,
-                    start, code.size(), facts, limits, out.registers_.first(nregs)};
+    const Pass pass{abi,
+                    decoded,
+                    seen,
+                    row_of,
+                    out.offsets_,
+                    code,
+                    start,
+                    code.size(),
+                    facts,
+                    limits,
+                    out.registers_.first(nregs)};
     const bool solved = nregs <= 5 ? solve<5>(pass, out.stats_, scratch)
                                    : solve<max_registers>(pass, out.stats_, scratch);
     if (!solved)
@@ -851,6 +913,18 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
                      Address{start});
     // The table, in vectors of its own size.
     const Solution& solution = scratch.solution;
+    if (solution.escape) {
+        const auto [from, to] = *solution.escape;
+        return Error(Errc::Unsupported,
+                     "function at " + to_hex(start) + ": the path from " + to_hex(from) +
+                         " goes to " + to_hex(to) +
+                         (to >= decoded_end ? ", past the first instruction Capstone cannot "
+                                              "decode (at " +
+                                                  to_hex(decoded_end) + ")"
+                                            : ", inside an instruction") +
+                         "; code there may change any register",
+                     Address{to});
+    }
     out.stride_ = nregs;
     out.width_ = solution.width;
     out.change_offsets_.assign(solution.change_offsets.begin(), solution.change_offsets.end());

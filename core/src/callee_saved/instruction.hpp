@@ -162,6 +162,14 @@ struct Code {
 // Whether a decoder exists for the ABI's architecture.
 bool decodable(const Abi& abi) noexcept;
 
+// Whether `code` starts with the plain return instruction of the ABI's
+// architecture, read from its bytes without Capstone: x86-64 `ret` (C3,
+// Intel SDM vol. 2B, RET), AArch64 `ret` (D65F03C0, Arm ARM C6.2.254),
+// s390x `br %r14` (07FE, z/Architecture Principles of Operation, BCR). The
+// question of whether a called function returns asks it of every
+// function's epilogue; false says nothing (decode then).
+bool starts_with_return(const Abi& abi, std::span<const std::uint8_t> code) noexcept;
+
 class DecodeMemo;
 
 // Decodes [start, start + code.size()) linearly into `out`, until the end or

@@ -44,45 +44,108 @@ namespace {
 // tell (never_returns() below and add_call_facts()).
 enum class CallEnd : std::uint8_t { Returns, NeverReturns, Unknown };
 
-CallEnd call_end(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
-    if (!supported(abi)) return CallEnd::Unknown;
+// How one function ends, and the functions it ends by jumping to (tail
+// calls), where it does not return itself.
+struct FunctionEnd {
+    CallEnd end = CallEnd::Unknown;
+    std::vector<std::uint64_t> tail_calls;
+};
+
+FunctionEnd function_end(const Abi& abi, const CodeAt& code, const RowAt& rows,
+                         std::uint64_t target) {
+    FunctionEnd out;
     const auto row = rows(target);
-    if (!row || row->func_start != target || row->func_size == 0) return CallEnd::Unknown;
+    if (!row || row->func_start != target || row->func_size == 0) return out;
     const std::uint64_t end = target + row->func_size;
+    const auto note_tail_call = [&](const detail::Instruction& in) {
+        if (in.flow == detail::Flow::Jump && (in.target < target || in.target >= end) &&
+            std::find(out.tail_calls.begin(), out.tail_calls.end(), in.target) ==
+                out.tail_calls.end())
+            out.tail_calls.push_back(in.target);
+    };
     // A later row with the entry CFA rule gives the frame back, as an
-    // epilogue does before a return or a tail call: "may return", without
-    // decoding. A function that never returns has no epilogue, so only the
-    // functions no row says that of are decoded; the analysis of one
-    // function asks this of every function it calls, and most of them
-    // return. The walk is bounded: each row starts past the one before.
+    // epilogue does before a return or before a tail call: a return
+    // instruction in the few bytes it covers says the function returns,
+    // without decoding the rest. A tail call says so only if its target
+    // returns: a function that never returns may end by jumping to another
+    // that never returns (GDB's error paths), and the code after a call to
+    // it may then be a switch's case. The analysis of one function asks
+    // this of every function it calls, and most of them return. The walk is
+    // bounded: each row starts past the one before.
+    // A function that gives its frame back returns there if at all, so
+    // its code is not decoded whole; epilogues that do not start with a
+    // return are decoded a few at most (a PLT's rows are thousands of them).
     constexpr unsigned max_rows = 4096;
+    constexpr std::uint64_t max_epilogue_bytes = 64;
+    constexpr unsigned max_decoded_epilogues = 4;
+    unsigned epilogues = 0;
     std::uint64_t pc = row->pc_end;
     for (unsigned n = 0; n < max_rows && pc > target && pc < end; ++n) {
         const auto later = rows(pc);
         if (!later || later->func_start != target || later->pc_end <= pc) break;
-        if (entry_cfa(*later, abi)) return CallEnd::Returns;
+        if (entry_cfa(*later, abi)) {
+            const std::uint64_t size = std::min({later->pc_end, end, pc + max_epilogue_bytes}) - pc;
+            const auto bytes = code(pc, size);
+            if (bytes && detail::starts_with_return(abi, *bytes)) {
+                out.end = CallEnd::Returns;
+                return out;
+            }
+            if (++epilogues > max_decoded_epilogues) return out;
+            detail::Code epilogue;
+            if (bytes && detail::decode(abi, pc, *bytes, {}, epilogue))
+                for (const auto& in : epilogue.instructions) {
+                    if (in.returns) {
+                        out.end = CallEnd::Returns;
+                        return out;
+                    }
+                    note_tail_call(in);
+                }
+        }
         pc = later->pc_end;
     }
+    if (epilogues != 0) return out;
     const auto bytes = code(target, row->func_size);
-    if (!bytes) return CallEnd::Unknown;
+    if (!bytes) return out;
     detail::Code decoded;
     if (!detail::decode(abi, target, *bytes, {}, decoded) || decoded.instructions.empty())
-        return CallEnd::Unknown;
+        return out;
     const auto& insns = decoded.instructions;
     // Undecoded bytes may hold a return.
-    if (insns.back().address + insns.back().size != end) return CallEnd::Unknown;
+    if (insns.back().address + insns.back().size != end) return out;
     bool leaves = false;
     for (const auto& in : insns) {
         // A return instruction: the compiler that made the call could not
         // have known the function not to return, so the code after the call
         // is where it does.
-        if (in.returns) return CallEnd::Returns;
+        if (in.returns) {
+            out.end = CallEnd::Returns;
+            return out;
+        }
         const bool jumps = in.flow == detail::Flow::Jump || in.flow == detail::Flow::Branch;
         if (in.flow == detail::Flow::Indirect ||
             (jumps && (in.target < target || in.target >= end)))
             leaves = true;
+        note_tail_call(in);
     }
-    return leaves ? CallEnd::Unknown : CallEnd::NeverReturns;
+    out.end = leaves ? CallEnd::Unknown : CallEnd::NeverReturns;
+    return out;
+}
+
+// A function returns where it returns itself or where a function it ends by
+// jumping to does (a few of them, breadth first: no recursion on the code).
+CallEnd call_end(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
+    if (!supported(abi)) return CallEnd::Unknown;
+    constexpr std::size_t max_functions = 8;
+    std::vector<std::uint64_t> functions{target};
+    for (std::size_t i = 0; i < functions.size() && i < max_functions; ++i) {
+        const FunctionEnd e = function_end(abi, code, rows, functions[i]);
+        if (e.end == CallEnd::Returns) return CallEnd::Returns;
+        if (i == 0 && e.end == CallEnd::NeverReturns) return CallEnd::NeverReturns;
+        for (const std::uint64_t t : e.tail_calls)
+            if (std::find(functions.begin(), functions.end(), t) == functions.end())
+                functions.push_back(t);
+    }
+    return CallEnd::Unknown;
 }
 
 } // namespace
