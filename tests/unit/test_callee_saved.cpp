@@ -335,6 +335,18 @@ TEST_CASE("callee-saved: a landing pad after a call not known to return takes ev
     CHECK(f->at(0x5017, rbx) == RegRule::at_cfa(-16));
     // Before the throwing call, the path knows rbx untouched.
     CHECK(f->at(0x500f, rbx).kind == RegRule::Kind::SameValue);
+    // The same with a nop of alignment padding before the pad (GCC aligns
+    // labels): the pad, past the padding, takes every call's state too
+    // (sid's gdb-multiarch has a switch's case there, value_assign).
+    std::vector<std::uint8_t> padded = code;
+    padded.insert(padded.begin() + 0x14, 0x90);
+    auto p = FunctionRules::analyse(abi_amd64(), 0x5000, padded,
+                                    rows_of({{0x5000, 0x5001, 8},
+                                             {0x5001, 0x500e, 16},
+                                             {0x500e, 0x500f, 8},
+                                             {0x500f, 0x501d, 16}}));
+    REQUIRE(p);
+    CHECK(p->at(0x5015, rbx) == RegRule::at_cfa(-16));
     // Without landing pads (no .gcc_except_table) and no indirect jump,
     // nothing enters the code after a call but its fall-through.
     callee_saved::CodeFacts facts;
@@ -1045,8 +1057,7 @@ TEST_CASE("callee-saved: a call to a function that never returns has no fall-thr
     CHECK(m->at(0x3013, rbx) == RegRule::same_value(RegRule::Source::Fre));
 }
 
-TEST_CASE("callee-saved: never_returns decodes the epilogues, or the functions whose rows keep "
-          "their frame",
+TEST_CASE("callee-saved: never_returns decodes only functions whose rows keep their frame",
           "[callee_saved]") {
     // 0x4000: the function of the test above (sub rsp, 0x18 ... add rsp,
     // 0x18; ret), its rows with and without the epilogue row (CFA = rsp + 8
@@ -1089,8 +1100,13 @@ TEST_CASE("callee-saved: never_returns decodes the epilogues, or the functions w
                 return bytes.subspan(vaddr - start, size);
         return std::nullopt;
     };
-    // The epilogue row answers: only its ret is read.
+    // The epilogue row answers: its code is not read.
     CHECK_FALSE(callee_saved::never_returns(abi_amd64(), code_at, rows, 0x4000));
+    CHECK(decoded.empty());
+    // Whether it returns: only the epilogue's first byte, a ret, is read.
+    callee_saved::CodeFacts facts;
+    callee_saved::add_call_facts(facts, abi_amd64(), code_at, rows);
+    CHECK(facts.returns(0x4000));
     CHECK(decoded == std::vector<std::uint64_t>{0x4017});
     decoded.clear();
     // No row gives the frame back: decoded, and proven.

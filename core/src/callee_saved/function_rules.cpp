@@ -685,7 +685,13 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
             const bool known =
                 call.direct_call && ((facts.returns && facts.returns(call.target)) ||
                                      (facts.never_returns && facts.never_returns(call.target)));
-            after_unknown_call[k] = known ? 0 : 1;
+            if (known) continue;
+            // The entry is the first instruction past the alignment padding
+            // the compiler puts before a label (a nop run no path needs).
+            std::size_t entry = k;
+            while (entry + 1 < insns.size() && insns[entry].padding)
+                ++entry;
+            after_unknown_call[entry] = 1;
         }
     }
     std::vector<std::uint8_t>& is_seed = scratch.is_seed;

@@ -51,8 +51,12 @@ struct FunctionEnd {
     std::vector<std::uint64_t> tail_calls;
 };
 
+// What is asked: whether the function never returns (an epilogue row
+// answers "no" without reading its code), or whether it returns.
+enum class Question : std::uint8_t { NeverReturns, Returns };
+
 FunctionEnd function_end(const Abi& abi, const CodeAt& code, const RowAt& rows,
-                         std::uint64_t target) {
+                         std::uint64_t target, Question question) {
     FunctionEnd out;
     const auto row = rows(target);
     if (!row || row->func_start != target || row->func_size == 0) return out;
@@ -65,25 +69,29 @@ FunctionEnd function_end(const Abi& abi, const CodeAt& code, const RowAt& rows,
     };
     // A later row with the entry CFA rule gives the frame back, as an
     // epilogue does before a return or before a tail call: a return
-    // instruction in the few bytes it covers says the function returns,
-    // without decoding the rest. A tail call says so only if its target
-    // returns: a function that never returns may end by jumping to another
-    // that never returns (GDB's error paths), and the code after a call to
-    // it may then be a switch's case. The analysis of one function asks
-    // this of every function it calls, and most of them return. The walk is
-    // bounded: each row starts past the one before.
-    // A function that gives its frame back returns there if at all, so
-    // its code is not decoded whole; epilogues that do not start with a
-    // return are decoded a few at most (a PLT's rows are thousands of them).
+    // instruction at its start (or in its first bytes) says the function
+    // returns, without decoding the rest; the analysis of one function asks
+    // this of every function it calls, and most of them return. A tail call
+    // says so only if its target returns: a function that never returns may
+    // end by jumping to another that never returns (GDB's error paths), and
+    // the code after a call to it may then be a switch's case. Epilogues
+    // that do not start with a return are decoded a few at most (a PLT's
+    // rows are thousands of them). The walk is bounded: each row starts
+    // past the one before.
     constexpr unsigned max_rows = 4096;
     constexpr std::uint64_t max_epilogue_bytes = 64;
     constexpr unsigned max_decoded_epilogues = 4;
     unsigned epilogues = 0;
+    bool epilogue_leaves = false; // an epilogue jumps out of the function
     std::uint64_t pc = row->pc_end;
     for (unsigned n = 0; n < max_rows && pc > target && pc < end; ++n) {
         const auto later = rows(pc);
         if (!later || later->func_start != target || later->pc_end <= pc) break;
         if (entry_cfa(*later, abi)) {
+            // Not "never returns": the question needs no more. Whether it
+            // returns is asked far less often (by functions with a switch
+            // table or landing pads), and reads the epilogue.
+            if (question == Question::NeverReturns) return out;
             const std::uint64_t size = std::min({later->pc_end, end, pc + max_epilogue_bytes}) - pc;
             const auto bytes = code(pc, size);
             if (bytes && detail::starts_with_return(abi, *bytes)) {
@@ -99,11 +107,16 @@ FunctionEnd function_end(const Abi& abi, const CodeAt& code, const RowAt& rows,
                         return out;
                     }
                     note_tail_call(in);
+                    if (in.flow == detail::Flow::Indirect || in.flow == detail::Flow::Jump)
+                        epilogue_leaves = true;
                 }
         }
         pc = later->pc_end;
     }
-    if (epilogues != 0) return out;
+    // An epilogue that jumps out returns where its target does. One that
+    // neither returns nor jumps (`push rax; pop rax` at an entry gives the
+    // frame back too, in the rows) says nothing: the code is decoded whole.
+    if (epilogue_leaves || epilogues > max_decoded_epilogues) return out;
     const auto bytes = code(target, row->func_size);
     if (!bytes) return out;
     detail::Code decoded;
@@ -133,12 +146,13 @@ FunctionEnd function_end(const Abi& abi, const CodeAt& code, const RowAt& rows,
 
 // A function returns where it returns itself or where a function it ends by
 // jumping to does (a few of them, breadth first: no recursion on the code).
-CallEnd call_end(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
+CallEnd call_end(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target,
+                 Question question) {
     if (!supported(abi)) return CallEnd::Unknown;
     constexpr std::size_t max_functions = 8;
     std::vector<std::uint64_t> functions{target};
     for (std::size_t i = 0; i < functions.size() && i < max_functions; ++i) {
-        const FunctionEnd e = function_end(abi, code, rows, functions[i]);
+        const FunctionEnd e = function_end(abi, code, rows, functions[i], question);
         if (e.end == CallEnd::Returns) return CallEnd::Returns;
         if (i == 0 && e.end == CallEnd::NeverReturns) return CallEnd::NeverReturns;
         for (const std::uint64_t t : e.tail_calls)
@@ -151,33 +165,36 @@ CallEnd call_end(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uin
 } // namespace
 
 void add_call_facts(CodeFacts& facts, const Abi& abi, CodeAt code, RowAt rows) {
-    // One answer per function of the module at most (a target is a function
-    // start), shared by both questions. Computed outside the lock: two
-    // threads may both compute one answer, which is the same.
+    // One answer per question and function of the module at most (a target
+    // is a function start). Computed outside the lock: two threads may both
+    // compute one answer, which is the same.
     struct Cache {
         std::mutex mutex;
-        std::unordered_map<std::uint64_t, CallEnd> known;
+        std::array<std::unordered_map<std::uint64_t, CallEnd>, 2> known; // by Question
     };
     auto cache = std::make_shared<Cache>();
     auto ends = [&abi, code = std::move(code), rows = std::move(rows),
-                 cache = std::move(cache)](std::uint64_t target) {
+                 cache = std::move(cache)](std::uint64_t target, Question question) {
+        auto& known = cache->known[static_cast<std::size_t>(question)];
         {
             const std::lock_guard lock(cache->mutex);
-            if (auto it = cache->known.find(target); it != cache->known.end()) return it->second;
+            if (auto it = known.find(target); it != known.end()) return it->second;
         }
-        const CallEnd answer = call_end(abi, code, rows, target);
+        const CallEnd answer = call_end(abi, code, rows, target, question);
         const std::lock_guard lock(cache->mutex);
-        cache->known.emplace(target, answer);
+        known.emplace(target, answer);
         return answer;
     };
     facts.never_returns = [ends](std::uint64_t target) {
-        return ends(target) == CallEnd::NeverReturns;
+        return ends(target, Question::NeverReturns) == CallEnd::NeverReturns;
     };
-    facts.returns = [ends](std::uint64_t target) { return ends(target) == CallEnd::Returns; };
+    facts.returns = [ends](std::uint64_t target) {
+        return ends(target, Question::Returns) == CallEnd::Returns;
+    };
 }
 
 bool never_returns(const Abi& abi, const CodeAt& code, const RowAt& rows, std::uint64_t target) {
-    return call_end(abi, code, rows, target) == CallEnd::NeverReturns;
+    return call_end(abi, code, rows, target, Question::NeverReturns) == CallEnd::NeverReturns;
 }
 
 std::size_t recover(const FunctionRules& rules, std::uint64_t lookup_pc, std::uint64_t cfa,

@@ -123,10 +123,11 @@ struct CodeFacts {
     // edge. Unset: every call returns.
     std::function<bool(std::uint64_t target)> never_returns;
     // Whether the function at a call's target is known to return
-    // (module_rules.hpp returns()): the code after such a call is its
-    // continuation, where the code after any other call may be a landing
-    // pad or a switch case the fall-through does not describe. Unset: no
-    // call is known to return.
+    // (module_rules.hpp add_call_facts(): a return instruction in an
+    // epilogue or anywhere in its code, or a tail call to a function that
+    // returns): the code after such a call is its continuation, where the
+    // code after any other call may be a landing pad or a switch case the
+    // fall-through does not describe. Unset: no call is known to return.
     std::function<bool(std::uint64_t target)> returns;
     // The call sites with a landing pad of the function that starts at
     // `start`, when the file's exception tables describe it (its .eh_frame

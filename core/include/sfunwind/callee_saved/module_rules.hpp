@@ -57,11 +57,15 @@ class ModuleRules {
 
 // Sets facts.never_returns and facts.returns: whether the function that
 // starts at link-time `target` never returns (never_returns() below), or
-// returns: a later row restores the entry CFA (an epilogue), or its code
-// holds a return instruction (the caller's compiler could not have known it
-// not to return, so the code after the call is where it does). Each
-// target's answer is found once for every analysis of one module; they may
-// be called from several threads.
+// returns: its code holds a return instruction (the caller's compiler could
+// not have known it not to return, so the code after the call is where it
+// does), found in the first bytes of an epilogue (a later row that restores
+// the entry CFA) or, where no row gives the frame back, anywhere; or an
+// epilogue ends with a jump to a function that returns (a tail call; a
+// function that never returns may end by jumping to another that never
+// returns, so an epilogue alone is no answer). Each target's answers are
+// found once for every analysis of one module; they may be called from
+// several threads.
 void add_call_facts(CodeFacts& facts, const Abi& abi, CodeAt code, RowAt rows);
 
 // What a module's file tells of how its code is entered (CodeFacts), the
