@@ -535,7 +535,7 @@ TEST_CASE("callee-saved: a path into code Capstone cannot decode leaves the func
 }
 
 TEST_CASE("callee-saved: a jump into an instruction leaves the function without rules, unless it "
-          "skips legacy prefixes",
+          "skips a lock prefix",
           "[callee_saved]") {
     // 0: jmp 3; 2: mov eax, 1 (3 is its immediate); 7: ret.
     const std::vector<std::uint8_t> inside = {0xeb, 0x01, 0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3};
@@ -548,6 +548,12 @@ TEST_CASE("callee-saved: a jump into an instruction leaves the function without 
     auto g = FunctionRules::analyse(abi_amd64(), 0x7000, lock, rows_of({{0x7000, 0x7007, 8}}));
     REQUIRE(g);
     CHECK(g->at(0x7006, rbx) == RegRule::same_value(RegRule::Source::Fre));
+    // Past a rep prefix the bytes may be another instruction: 0: je 3;
+    // 2: popcnt rbx, rax (F3 48 0F B8 D8); 7: ret.
+    const std::vector<std::uint8_t> rep = {0x74, 0x01, 0xf3, 0x48, 0x0f, 0xb8, 0xd8, 0xc3};
+    auto h = FunctionRules::analyse(abi_amd64(), 0x7200, rep, rows_of({{0x7200, 0x7208, 8}}));
+    REQUIRE_FALSE(h);
+    CHECK(h.error().message().find("goes to 0x7203, inside an instruction") != std::string::npos);
 }
 
 TEST_CASE("callee-saved: padding at a function's end has no rules", "[callee_saved]") {

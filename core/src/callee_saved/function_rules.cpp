@@ -431,9 +431,10 @@ struct Pass {
         return static_cast<std::size_t>(it - offsets.begin());
     }
     // The instruction a jump to `pc` runs: the one that starts there, or on
-    // x86-64 the one whose legacy prefixes `pc` skips (glibc's `je 1f; lock;
+    // x86-64 the one whose lock prefixes `pc` skips (glibc's `je 1f; lock;
     // 1: cmpxchg`: the same instruction without its lock prefix, which
-    // writes the same registers).
+    // writes the same registers; Intel SDM vol. 2A, LOCK). Other prefixes
+    // may make other instructions of the same bytes (F3 0F B8 is popcnt).
     std::optional<std::size_t> target_of(std::uint64_t pc) const {
         if (auto k = index_of(pc)) return k;
         if (abi.arch != Arch::X86_64 || pc < start || pc - start >= size) return std::nullopt;
@@ -442,13 +443,9 @@ struct Pass {
         if (it == offsets.begin()) return std::nullopt;
         const auto k = static_cast<std::size_t>(it - offsets.begin()) - 1;
         if (offset >= offsets[k] + decoded.instructions[k].size) return std::nullopt;
-        // Intel SDM vol. 2, section 2.1.1: groups 1 to 4.
-        constexpr std::array<std::uint8_t, 11> legacy_prefixes = {
-            0xf0, 0xf2, 0xf3, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65, 0x66, 0x67};
+        constexpr std::uint8_t lock_prefix = 0xf0;
         for (std::uint32_t at = offsets[k]; at < offset; ++at)
-            if (std::find(legacy_prefixes.begin(), legacy_prefixes.end(), bytes[at]) ==
-                legacy_prefixes.end())
-                return std::nullopt;
+            if (bytes[at] != lock_prefix) return std::nullopt;
         return k;
     }
 };
