@@ -805,6 +805,23 @@ TEST_CASE("callee-saved: s390x BC (RX form) is read with Capstone 4 and 5 alike"
     CHECK(f->at(0x1018, s390x_r6) == RegRule::same_value(RegRule::Source::Fre));
 }
 
+TEST_CASE("callee-saved: s390x __builtin_trap (j .+2 into an invalid opcode) ends its path",
+          "[callee_saved]") {
+    const Abi& abi = abi_s390x();
+    // 3000 stmg %r6,%r15,48(%r15); 3006 lgr %r6,%r2; 300a j .+2 (lands on
+    // the halfword 0001, opcode 00: an operation exception); 300e lmg; 3014
+    // br %r14. libasan's functions end their checks this way (sid, s390x).
+    const std::vector<std::uint8_t> code = {0xeb, 0x6f, 0xf0, 0x30, 0x00, 0x24, 0xb9, 0x04,
+                                            0x00, 0x62, 0xa7, 0xf4, 0x00, 0x01, 0xeb, 0x6f,
+                                            0xf0, 0x30, 0x00, 0x04, 0x07, 0xfe};
+    auto f = FunctionRules::analyse(abi, 0x3000, code, s390x_rows({{0x3000, 0x3016, 160}}));
+    REQUIRE(f);
+    CHECK(f->at(0x300a, s390x_r6) == RegRule::at_cfa(-112));
+    // On x86-64 a jump into an instruction is no trap: declined.
+    const std::vector<std::uint8_t> x86 = {0xeb, 0xff, 0xc3}; // jmp .+1 (into itself); ret
+    CHECK_FALSE(FunctionRules::analyse(abi_amd64(), 0x3100, x86, rows_of({{0x3100, 0x3103, 8}})));
+}
+
 TEST_CASE("callee-saved: s390x FPRs saved through a copy of SP; pair writes", "[callee_saved]") {
     const Abi& abi = abi_s390x();
     // 2000 stmg %r6,%r15,48(%r15); 2006 lgr %r14,%r15; 200a lay %r15,-8368(%r15);

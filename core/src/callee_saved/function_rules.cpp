@@ -448,6 +448,14 @@ struct Pass {
             if (bytes[at] != lock_prefix) return std::nullopt;
         return k;
     }
+    // Whether a jump to `pc` traps there: GCC's __builtin_trap on s390x is
+    // `j .+2`, into its own second halfword, whose opcode 00 is invalid
+    // (z/Architecture Principles of Operation, chapter 5: an operation
+    // exception). The path ends there.
+    bool traps_at(std::uint64_t pc) const {
+        return abi.arch == Arch::S390x && pc >= start && pc - start < size &&
+               bytes[pc - start] == 0x00;
+    }
 };
 
 // The rule table the pass makes (FunctionRules' members of the same names).
@@ -650,7 +658,7 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
                 in.target - p.start < p.size) {
                 if (auto t = p.target_of(in.target))
                     propagate(*t, s);
-                else
+                else if (!p.traps_at(in.target))
                     escape(in, in.target);
             }
         }
