@@ -116,7 +116,7 @@ FunctionEnd function_end(const Abi& abi, const CodeAt& code, const RowAt& rows,
     // An epilogue that jumps out returns where its target does. One that
     // neither returns nor jumps (`push rax; pop rax` at an entry gives the
     // frame back too, in the rows) says nothing: the code is decoded whole.
-    if (epilogue_leaves || epilogues > max_decoded_epilogues) return out;
+    if (epilogue_leaves) return out;
     const auto bytes = code(target, row->func_size);
     if (!bytes) return out;
     detail::Code decoded;
