@@ -140,13 +140,14 @@ int collect_module(Dwfl_Module* mod, void** /*userdata*/, const char* name, Dwar
     if (elf == nullptr) {
         m.problem = "ELF file not found: " + dwfl_error();
     } else if (mainfile != nullptr) {
-        load_module_file(m, mainfile);
+        load_module_file(m, mainfile, out->analyser());
     } else {
         // An image libdwfl read from the core itself (the vdso).
         std::size_t size = 0;
         const char* raw = elf_rawfile(elf, &size);
         if (raw != nullptr)
-            load_module_image(m, {reinterpret_cast<const std::uint8_t*>(raw), size});
+            load_module_image(m, {reinterpret_cast<const std::uint8_t*>(raw), size},
+                              out->analyser());
         else
             m.problem = "no file and no image in the core";
     }

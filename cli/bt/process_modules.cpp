@@ -48,30 +48,34 @@ namespace {
 
 // The analysis reads the function's code from the file at link-time
 // addresses, as the rows give them; the lambdas keep the file and rows alive.
-void add_callee_saved(ProcessModule& m) {
+void add_callee_saved(ProcessModule& m, std::shared_ptr<callee_saved::Analyser> analyser) {
     std::shared_ptr<const elf::ElfFile> file = m.table.file;
     std::shared_ptr<const RowSource> rows = m.table.rows;
     if (!file || !rows) return;
-    std::shared_ptr<callee_saved::ModuleRules> analysis = callee_saved::module_rules(file, rows);
+    std::shared_ptr<callee_saved::ModuleRules> analysis =
+        callee_saved::module_rules(file, rows, std::move(analyser));
     if (analysis->supported()) m.callee_saved = std::move(analysis);
 }
 
 // A damaged .sframe says so; "no SFrame section" stays as it is.
-void take_table(ProcessModule& m, elf::ModuleRows table) {
+void take_table(ProcessModule& m, elf::ModuleRows table,
+                std::shared_ptr<callee_saved::Analyser> analyser) {
     m.table = std::move(table);
     m.problem = m.table.damaged() && m.table.where ? "unusable SFrame section: " + m.table.problem()
                                                    : m.table.problem();
-    add_callee_saved(m);
+    add_callee_saved(m, std::move(analyser));
 }
 
 } // namespace
 
-void load_module_file(ProcessModule& m, const std::string& open_path) {
-    take_table(m, elf::open_module_rows(open_path));
+void load_module_file(ProcessModule& m, const std::string& open_path,
+                      std::shared_ptr<callee_saved::Analyser> analyser) {
+    take_table(m, elf::open_module_rows(open_path), std::move(analyser));
 }
 
-void load_module_image(ProcessModule& m, std::span<const std::uint8_t> image) {
-    take_table(m, elf::open_module_rows(image, m.path));
+void load_module_image(ProcessModule& m, std::span<const std::uint8_t> image,
+                       std::shared_ptr<callee_saved::Analyser> analyser) {
+    take_table(m, elf::open_module_rows(image, m.path), std::move(analyser));
 }
 
 void ProcessModules::add(ProcessModule module) {
@@ -132,7 +136,7 @@ ProcessModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps,
             if (!memory.read(e.start, image)) {
                 m.problem = "cannot read the vdso from process " + std::to_string(pid);
             } else {
-                load_module_image(m, image);
+                load_module_image(m, image, out.analyser());
                 if (m.elf() != nullptr) m.bias = e.start - m.elf()->link_base();
             }
             out.add(std::move(m));
@@ -163,7 +167,7 @@ ProcessModules modules_from_maps(pid_t pid, const std::vector<MapEntry>& maps,
             m.begin = std::min(m.begin, e->start);
             m.end = std::max(m.end, e->end);
         }
-        load_module_file(m, open_path);
+        load_module_file(m, open_path, out.analyser());
         if (m.elf() != nullptr) {
             std::optional<std::uint64_t> bias;
             for (const MapEntry* e : list)

@@ -63,15 +63,22 @@ class ProcessModules {
     // The function containing a frame's address (looked up where
     // FrameAddress says: a return address at its call).
     SymbolName symbol(FrameAddress address) const;
+    // What decodes the code for every module's callee-saved analysis
+    // (callee_saved::ModuleRules): the walks run on one thread.
+    const std::shared_ptr<callee_saved::Analyser>& analyser() const noexcept { return analyser_; }
 
   private:
     std::vector<ProcessModule> modules_; // sorted by begin
+    std::shared_ptr<callee_saved::Analyser> analyser_ = std::make_shared<callee_saved::Analyser>();
 };
 
 // Reads the file, finds and parses its SFrame section; failures are recorded
-// in `problem`, never fatal: a module without SFrame is still a module.
-void load_module_file(ProcessModule& m, const std::string& open_path);
-void load_module_image(ProcessModule& m, std::span<const std::uint8_t> image);
+// in `problem`, never fatal: a module without SFrame is still a module. The
+// callee-saved analysis decodes with `analyser` (ProcessModules::analyser()).
+void load_module_file(ProcessModule& m, const std::string& open_path,
+                      std::shared_ptr<callee_saved::Analyser> analyser);
+void load_module_image(ProcessModule& m, std::span<const std::uint8_t> image,
+                       std::shared_ptr<callee_saved::Analyser> analyser);
 
 // The modules of a live process from /proc/PID/maps: every mapped ELF file,
 // and the vdso read from the process's memory.

@@ -81,7 +81,7 @@ Expected<std::int32_t> ModuleTable::open_file(const std::string& path) {
     const std::shared_ptr<const RowSource> rows = m.rows;
     if (file != nullptr) {
         std::shared_ptr<callee_saved::ModuleRules> analysis =
-            callee_saved::module_rules(file, rows);
+            callee_saved::module_rules(file, rows, analyser_);
         if (analysis->supported()) m.callee_saved = std::move(analysis);
     }
     return add(std::move(m));

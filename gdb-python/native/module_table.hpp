@@ -151,6 +151,9 @@ class ModuleTable {
     };
 
     std::vector<OpenModule> modules_; // index = module id
+    // Shared by every module's callee-saved analysis: GDB asks for frames
+    // from one thread, and the modules' code repeats the same forms.
+    std::shared_ptr<callee_saved::Analyser> analyser_ = std::make_shared<callee_saved::Analyser>();
     ModuleSet placed_;
     // Module id by the placed module's table (its section or row source).
     std::unordered_map<const void*, std::int32_t> ids_;

@@ -98,6 +98,8 @@ void recover_callee_saved(SframeWalk& walk, StopContext& stop) {
     // lambdas. Built per command, not kept: a backtrace asks for a few
     // functions, each cheap to analyse.
     std::map<const Module*, std::unique_ptr<callee_saved::ModuleRules>> analyses;
+    // One decoder memo for all of them (callee_saved::ModuleRules).
+    const auto analyser = std::make_shared<callee_saved::Analyser>();
     const auto rules_of = [&](const Frame& f) -> const callee_saved::FunctionRules* {
         if (f.module == nullptr || !f.row || !f.module->rows) return nullptr;
         auto it = analyses.find(f.module);
@@ -105,7 +107,7 @@ void recover_callee_saved(SframeWalk& walk, StopContext& stop) {
             std::unique_ptr<callee_saved::ModuleRules> made;
             const TargetModule* m = module_at(walk.modules, f.address.lookup_address());
             if (m != nullptr && m->table && m->table->file) {
-                made = callee_saved::module_rules(m->table->file, f.module->rows);
+                made = callee_saved::module_rules(m->table->file, f.module->rows, analyser);
             }
             it = analyses.emplace(f.module, std::move(made)).first;
         }

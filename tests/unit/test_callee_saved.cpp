@@ -8,6 +8,8 @@
 #include "sfunwind/callee_saved/module_rules.hpp"
 #include "sfunwind/check/callee_saved_check.hpp"
 #include "sfunwind/elf/elf_file.hpp"
+#include "sfunwind/elf/module_rows.hpp"
+#include "sfunwind/sframe/section.hpp"
 #include "support.hpp"
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <filesystem>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace sfunwind;
@@ -994,6 +997,69 @@ std::size_t check_fixtures(std::initializer_list<const char*> writers, const cha
 }
 
 } // namespace
+
+// The modules of one process share an Analyser (GDB's module table, the
+// CLI's and LLDB's walks): what one module's code taught its memos must
+// give every other module the rules it gets with an Analyser of its own.
+// Two programs of different compilers, each module's functions in turn.
+TEST_CASE("callee-saved: modules sharing one Analyser get the rules each gets alone",
+          "[callee_saved][fixtures]") {
+    const auto large = test::source_dir() / "tests" / "fixtures" / "large";
+    const auto shared = std::make_shared<callee_saved::Analyser>();
+    std::size_t functions = 0;
+    std::size_t declined = 0;
+    std::uint64_t compared = 0;
+    std::uint64_t differ = 0;
+    std::string first; // the first difference
+    for (const char* name : {"sqlite3-gas-2.47", "sqlite3-clang-23"}) {
+        INFO(name);
+        const elf::ModuleRows module = elf::open_module_rows((large / name).string());
+        REQUIRE(module.file);
+        REQUIRE(module.rows);
+        const sframe::Section* section = module.rows->sframe();
+        REQUIRE(section != nullptr);
+        auto together = callee_saved::module_rules(module.file, module.rows, shared);
+        auto alone = callee_saved::module_rules(module.file, module.rows);
+        REQUIRE(together->supported());
+        std::array<RegRule, callee_saved::FunctionRules::max_registers> a{};
+        std::array<RegRule, callee_saved::FunctionRules::max_registers> b{};
+        for (std::uint32_t i = 0; i < section->fde_count(); ++i) {
+            const auto fde = section->fde(i);
+            REQUIRE(fde);
+            if (fde->size == 0) continue;
+            const FunctionRules* x = together->function(fde->start, fde->size);
+            const FunctionRules* y = alone->function(fde->start, fde->size);
+            REQUIRE((x == nullptr) == (y == nullptr));
+            ++functions;
+            if (x == nullptr) {
+                ++declined;
+                continue;
+            }
+            REQUIRE(x->instruction_starts() == y->instruction_starts());
+            const std::size_t n = x->registers().size();
+            for (const std::uint64_t pc : x->instruction_starts()) {
+                x->at(pc, std::span(a.data(), n));
+                y->at(pc, std::span(b.data(), n));
+                for (std::size_t k = 0; k < n; ++k) {
+                    if (a[k] == b[k] && x->slot_at(pc, k) == y->slot_at(pc, k) &&
+                        x->copy_at(pc, k) == y->copy_at(pc, k))
+                        continue;
+                    if (differ++ == 0)
+                        first = std::string(name) + " at " + std::to_string(pc) + ", register " +
+                                std::to_string(x->registers()[k]);
+                }
+                compared += n;
+            }
+        }
+    }
+    INFO(first);
+    CHECK(differ == 0);
+    // 5,536 functions, none declined, 4.16 M (instruction, register) pairs
+    // (2026-12-02).
+    CHECK(functions > 5000);
+    CHECK(declined < functions / 20);
+    CHECK(compared > 4000000);
+}
 
 TEST_CASE("callee-saved: 0 wrong against CFI on every AArch64 fixture",
           "[callee_saved][fixtures]") {

@@ -13,9 +13,10 @@
 namespace sfunwind::callee_saved {
 
 ModuleRules::ModuleRules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts,
-                         std::size_t max_functions)
+                         std::size_t max_functions, std::shared_ptr<Analyser> analyser)
     : abi_(&abi), code_(std::move(code)), rows_(std::move(rows)), facts_(std::move(facts)),
-      max_functions_(std::max<std::size_t>(max_functions, 1)) {
+      max_functions_(std::max<std::size_t>(max_functions, 1)),
+      analyser_(analyser ? std::move(analyser) : std::make_shared<Analyser>()) {
     if (!facts_.never_returns && !facts_.returns) add_call_facts(facts_, *abi_, code_, rows_);
 }
 
@@ -30,7 +31,7 @@ const FunctionRules* ModuleRules::function(std::uint64_t start, std::uint32_t si
     }
     std::unique_ptr<FunctionRules> made;
     if (auto bytes = code_(start, size)) {
-        if (auto rules = FunctionRules::analyse(*abi_, start, *bytes, rows_, {}, facts_)) {
+        if (auto rules = analyser_->analyse(*abi_, start, *bytes, rows_, {}, facts_)) {
             made = std::make_unique<FunctionRules>(std::move(*rules));
             memory_ += made->memory_bytes();
         }

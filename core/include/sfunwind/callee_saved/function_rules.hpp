@@ -255,10 +255,11 @@ class FunctionRules {
 // x86-64, growing from 2^6 as it fills), and an x86-64 encoding that differs from one
 // decoded before in its displacement or immediate alone from the form it
 // remembers (src/callee_saved/x86_64_form_memo.hpp; up to 2^15 forms, about
-// 256 bytes each). What analyses a whole module (the LLDB debug file,
-// `sfunwind check --callee-saved`) uses: most of a module's instructions
-// repeat an encoding or a form, and Capstone's decoding is most of the
-// analysis's cost without them.
+// 288 bytes each). What analyses a whole module (the LLDB debug file,
+// `sfunwind check --callee-saved`) uses, and the debuggers' walks, one for
+// all the modules of a process (ModuleRules): most of a module's
+// instructions repeat an encoding or a form, and Capstone's decoding is
+// most of the analysis's cost without them.
 class Analyser {
   public:
     Analyser();

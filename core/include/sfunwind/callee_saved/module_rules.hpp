@@ -30,10 +30,17 @@ using CodeAt = std::function<std::optional<std::span<const std::uint8_t>>(std::u
 
 class ModuleRules {
   public:
+    static constexpr std::size_t default_max_functions = 4096;
+
     // `rows` gives the module's rows at link-time PCs. Without
     // facts.never_returns and facts.returns, add_call_facts() answers.
+    // `analyser` decodes the code, remembering the encodings and forms it
+    // has seen (Analyser): the modules of one process may share one, as
+    // their code shares its prologues' and calls' forms, when one thread at
+    // a time asks them for functions; without it the module makes its own.
     ModuleRules(const Abi& abi, CodeAt code, RowAt rows, CodeFacts facts = {},
-                std::size_t max_functions = 4096);
+                std::size_t max_functions = default_max_functions,
+                std::shared_ptr<Analyser> analyser = nullptr);
 
     // Whether the analysis covers this ABI at all.
     bool supported() const noexcept { return callee_saved::supported(*abi_); }
@@ -53,6 +60,7 @@ class ModuleRules {
     std::size_t max_functions_;
     std::unordered_map<std::uint64_t, std::unique_ptr<FunctionRules>> cache_;
     std::size_t memory_ = 0;
+    std::shared_ptr<Analyser> analyser_;
 };
 
 // Sets facts.never_returns and facts.returns: whether the function that
@@ -97,17 +105,20 @@ CodeFacts module_facts(const File& file, const Abi& abi, CodeAt code, RowAt rows
 
 // The analysis of one module whose code `file` holds at link-time addresses
 // and whose rows `rows` gives, with the file's facts (module_facts()): what
-// the CLI and each debugger adapter build per module. The callbacks keep
-// `file` and `rows` alive.
+// the CLI and each debugger adapter build per module, with one `analyser`
+// for all of a process's modules (ModuleRules). The callbacks keep `file`
+// and `rows` alive.
 template <class FilePtr>
-std::unique_ptr<ModuleRules> module_rules(FilePtr file, std::shared_ptr<const RowSource> rows) {
+std::unique_ptr<ModuleRules> module_rules(FilePtr file, std::shared_ptr<const RowSource> rows,
+                                          std::shared_ptr<Analyser> analyser = nullptr) {
     const Abi& abi = rows->abi();
     CodeAt code = [file](std::uint64_t vaddr, std::uint64_t size) {
         return file->loaded_bytes(vaddr, size);
     };
     RowAt row_at = rows_from(std::move(rows));
     CodeFacts facts = module_facts(*file, abi, code, row_at);
-    return std::make_unique<ModuleRules>(abi, std::move(code), std::move(row_at), std::move(facts));
+    return std::make_unique<ModuleRules>(abi, std::move(code), std::move(row_at), std::move(facts),
+                                         ModuleRules::default_max_functions, std::move(analyser));
 }
 
 // Whether the function that starts at link-time `target` can never return
