@@ -34,6 +34,10 @@ void print_text(const sfunwind::check::CalleeSavedReport& r, bool details) {
     if (c.not_compared != 0)
         std::printf("    not compared (CFI expression) %llu\n",
                     static_cast<unsigned long long>(c.not_compared));
+    if (c.not_preserved != 0)
+        std::printf("    not compared (no CFI rule, and Swift code's calls need not preserve it) "
+                    "%llu\n",
+                    static_cast<unsigned long long>(c.not_preserved));
     std::printf("  coverage (equal + equivalent) / compared: %.2f%%\n",
                 percent(c.equal + c.equivalent, c.compared));
     std::printf("  functions declined: %llu; code seeded from the body's state: %llu regions; "
@@ -69,6 +73,7 @@ nlohmann::json to_json(const sfunwind::check::CalleeSavedReport& r) {
     j["unknown"] = c.unknown;
     j["wrong"] = c.wrong;
     j["not_compared"] = c.not_compared;
+    j["not_preserved"] = c.not_preserved;
     j["coverage_percent"] = percent(c.equal + c.equivalent, c.compared);
     j["declined"] = r.declined_total;
     j["unreached_seeds"] = r.unreached_seeds;

@@ -32,6 +32,13 @@ constexpr std::array<std::uint16_t, 18> aarch64_untracked{19, 20, 21, 22, 23, 24
 constexpr std::array<std::uint16_t, 15> s390x_untracked{6,  7,  8,  9,  10, 12, 13, 24,
                                                         25, 26, 27, 28, 29, 30, 31};
 
+// Swift's conventions, as LLVM assigns them: swifterror, swiftself,
+// swiftasync (X86CallingConv.td: r12, r13, r14; AArch64CallingConvention.td:
+// x21, x20, x22; SystemZCallingConv.td: r9, r10, no swiftasync).
+constexpr std::array<std::uint16_t, 3> amd64_swift{12, 13, 14};
+constexpr std::array<std::uint16_t, 3> aarch64_swift{21, 20, 22};
+constexpr std::array<std::uint16_t, 2> s390x_swift{9, 10};
+
 static_assert(amd64_untracked.size() <= max_untracked_callee_saved &&
               aarch64_untracked.size() <= max_untracked_callee_saved &&
               s390x_untracked.size() <= max_untracked_callee_saved);
@@ -80,6 +87,20 @@ std::optional<std::string> known_register_name(const Abi& abi, std::uint16_t reg
 
 std::string register_name(const Abi& abi, std::uint16_t reg) {
     return known_register_name(abi, reg).value_or("r" + std::to_string(reg));
+}
+
+std::span<const std::uint16_t> swift_call_clobbered(const Abi& abi) {
+    switch (abi.arch) {
+    case Arch::X86_64:
+        return amd64_swift;
+    case Arch::AArch64:
+        return aarch64_swift;
+    case Arch::S390x:
+        return s390x_swift;
+    case Arch::Ppc64:
+        break;
+    }
+    return {};
 }
 
 std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi) {

@@ -1002,6 +1002,62 @@ std::size_t check_fixtures(std::initializer_list<const char*> writers, const cha
 // CLI's and LLDB's walks): what one module's code taught its memos must
 // give every other module the rules it gets with an Analyser of its own.
 // Two programs of different compilers, each module's functions in turn.
+// A throwing Swift function returns its error in r12 (swifterror), which
+// the C ABI has a call preserve: the catch path spills the error and
+// clears r12. Taking the spill for a save of the caller's r12 named the
+// error's slot (swiftlang's docc, 0xa7ff70). In a module of Swift code the
+// calls may change r12-r14 (CodeFacts::call_clobbered).
+TEST_CASE("callee-saved: in Swift code a call may change r12, r13 and r14", "[callee_saved]") {
+    // push rbx; sub rsp, 16; call g; test r12, r12; je out; mov [rsp], r12;
+    // xor r12d, r12d; nop x3; out: add rsp, 16; pop rbx; ret
+    const std::vector<std::uint8_t> code = {0x53, 0x48, 0x83, 0xec, 0x10, 0xe8, 0xf6, 0x0f,
+                                            0x00, 0x00, 0x4d, 0x85, 0xe4, 0x74, 0x0a, 0x4c,
+                                            0x89, 0x24, 0x24, 0x45, 0x31, 0xe4, 0x90, 0x90,
+                                            0x90, 0x48, 0x83, 0xc4, 0x10, 0x5b, 0xc3};
+    const auto rows = rows_of({{0x5000, 0x5001, 8},
+                               {0x5001, 0x5005, 16},
+                               {0x5005, 0x501d, 32},
+                               {0x501d, 0x501e, 16},
+                               {0x501e, 0x501f, 8}});
+    constexpr std::uint16_t r12 = 12;
+    // The C ABI's reading: r12 is its caller's until the xor, and then in
+    // the slot it was stored to.
+    auto c = FunctionRules::analyse(abi_amd64(), 0x5000, code, rows);
+    REQUIRE(c);
+    CHECK(c->at(0x500a, r12) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(c->at(0x5016, r12) == RegRule::at_cfa(-32));
+    // Swift's: after the call r12 may be anything; no slot holds the
+    // caller's value. rbx and r15 are still their callers'.
+    callee_saved::CodeFacts facts;
+    const auto swift = swift_call_clobbered(abi_amd64());
+    facts.call_clobbered.assign(swift.begin(), swift.end());
+    auto f = FunctionRules::analyse(abi_amd64(), 0x5000, code, rows, {}, facts);
+    REQUIRE(f);
+    CHECK(f->at(0x5005, r12) == RegRule::same_value(RegRule::Source::Fre)); // before the call
+    CHECK(f->at(0x500a, r12).kind == RegRule::Kind::Undefined);
+    CHECK(f->at(0x5016, r12).kind == RegRule::Kind::Undefined);
+    CHECK(f->at(0x5016, rbx) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(f->at(0x5016, 15) == RegRule::same_value(RegRule::Source::Fre));
+}
+
+namespace {
+struct NamedSection {
+    std::string name;
+};
+struct SectionList {
+    std::vector<NamedSection> list;
+    const std::vector<NamedSection>& sections() const { return list; }
+};
+} // namespace
+
+TEST_CASE("callee-saved: Swift code is told by its swift5_ metadata sections", "[callee_saved]") {
+    CHECK(callee_saved::holds_swift_code(
+        SectionList{{{".text"}, {"swift5_typeref"}, {".eh_frame"}}}));
+    CHECK_FALSE(callee_saved::holds_swift_code(SectionList{{{".text"}, {".swift_ast"}}}));
+    CHECK(swift_call_clobbered(abi_amd64()).size() == 3);
+    CHECK(swift_call_clobbered(abi_ppc64(ByteOrder::Little)).empty());
+}
+
 TEST_CASE("callee-saved: modules sharing one Analyser get the rules each gets alone",
           "[callee_saved][fixtures]") {
     const auto large = test::source_dir() / "tests" / "fixtures" / "large";

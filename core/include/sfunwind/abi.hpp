@@ -70,4 +70,13 @@ std::span<const std::uint16_t> untracked_callee_saved(const Abi& abi);
 // x19-x28 and d8-d15).
 inline constexpr std::size_t max_untracked_callee_saved = 18;
 
+// The callee-saved registers (DWARF numbers) that Swift's calling
+// conventions pass values in, which a call into Swift code may change all
+// the same: a throwing function returns its error in the swifterror
+// register, and swifttailcc functions do not preserve swiftself and
+// swiftasync (Swift's docs/ABI/CallingConventionSummary.rst; LLVM's
+// X86CallingConv.td: r12, r13, r14; AArch64CallingConvention.td: x21, x20,
+// x22; SystemZCallingConv.td: r9, r10). None for ppc64.
+std::span<const std::uint16_t> swift_call_clobbered(const Abi& abi);
+
 } // namespace sfunwind

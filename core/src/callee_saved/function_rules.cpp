@@ -209,7 +209,7 @@ template <std::size_t N> void invalidate_below(State<N>& s, std::int64_t end) {
 
 template <std::size_t N>
 void transfer(State<N>& s, const Code& code, const Instruction& in,
-              std::span<const std::uint16_t> registers) {
+              std::span<const std::uint16_t> registers, std::uint32_t call_clobbered) {
     // A whole register copied (before this instruction's writes): from a
     // tracked register holding its caller's value, the copy holds it too;
     // back from such a copy, the register holds it again.
@@ -290,6 +290,7 @@ void transfer(State<N>& s, const Code& code, const Instruction& in,
     }
     s.intact = (s.intact | restored) & ~lost;
     s.intact &= ~in.clobbered;
+    if (in.flow == Flow::Call) s.intact &= ~call_clobbered;
     s.intact |= copy_restored;
     s.alt_valid &= s.intact;
     // Copies end where their register is written, and at calls (the callee
@@ -402,6 +403,16 @@ std::int32_t encode_rule(const State<N>& s, std::size_t i, std::int64_t red_zone
     return encode_slot(s, i, red_zone);
 }
 
+// The tracked registers (bit i: registers[i]) among `clobbered`.
+std::uint32_t call_clobbered_mask(std::span<const std::uint16_t> registers,
+                                  std::span<const std::uint16_t> clobbered) {
+    std::uint32_t mask = 0;
+    for (std::size_t i = 0; i < registers.size() && i < 32; ++i)
+        if (std::find(clobbered.begin(), clobbered.end(), registers[i]) != clobbered.end())
+            mask |= 1U << i;
+    return mask;
+}
+
 // What the pass over one function's instructions reads: the decoded code,
 // each instruction's SFrame row, and the function's facts.
 struct Pass {
@@ -416,6 +427,9 @@ struct Pass {
     const CodeFacts& facts;
     const Limits& limits;
     std::span<const std::uint16_t> registers;
+    // The tracked registers (bit i: registers[i]) that calls may change
+    // (CodeFacts::call_clobbered).
+    std::uint32_t call_clobbered = 0;
 
     static constexpr std::uint32_t no_row = std::numeric_limits<std::uint32_t>::max();
 
@@ -643,7 +657,7 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
                 // A switch table's case, or a landing pad, may lie there.
                 if (undecoded_tail) escape(in, decoded_end);
             }
-            transfer(s, p.decoded, in, p.registers);
+            transfer(s, p.decoded, in, p.registers, p.call_clobbered);
             if (exact_pads && pad_of[k] != no_pad) propagate(pad_of[k], s);
             const bool returning_call =
                 in.flow == Flow::Call &&
@@ -914,7 +928,8 @@ Expected<FunctionRules> FunctionRules::analyse(const Abi& abi, std::uint64_t sta
                     code.size(),
                     facts,
                     limits,
-                    out.registers_.first(nregs)};
+                    out.registers_.first(nregs),
+                    call_clobbered_mask(out.registers_.first(nregs), facts.call_clobbered)};
     const bool solved = nregs <= 5 ? solve<5>(pass, out.stats_, scratch)
                                    : solve<max_registers>(pass, out.stats_, scratch);
     if (!solved)

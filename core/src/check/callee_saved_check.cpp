@@ -100,6 +100,16 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
                     ++report.counts.not_compared;
                     continue;
                 }
+                // Swift code's CFI leaves out the registers of Swift's
+                // conventions where a function need not preserve them
+                // (LLVM's callee-saved lists without them), which libdw
+                // reports as the same value, the psABI's default.
+                if (c.rule.kind == RegRule::Kind::SameValue &&
+                    std::find(facts.call_clobbered.begin(), facts.call_clobbered.end(), c.reg) !=
+                        facts.call_clobbered.end()) {
+                    ++report.counts.not_preserved;
+                    continue;
+                }
                 ++report.counts.compared;
                 // libdw reports a register the CFI does not mention as
                 // undefined; for a callee-saved register the psABI's reading

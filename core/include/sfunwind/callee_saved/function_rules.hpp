@@ -135,6 +135,12 @@ struct CodeFacts {
     // pad, and `landing_pads` does not apply to it. nullopt, or unset: not
     // known.
     std::function<std::optional<std::vector<CallSite>>(std::uint64_t start)> call_sites;
+    // Callee-saved registers (DWARF numbers) that a call may change all the
+    // same: code of another calling convention passes values in them
+    // (swift_call_clobbered(), where the file holds Swift code). After a
+    // call each holds its caller's value only where it was restored from
+    // a slot.
+    std::vector<std::uint16_t> call_clobbered;
 };
 
 // How far the pass got, per function.

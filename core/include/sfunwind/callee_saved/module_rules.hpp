@@ -76,17 +76,33 @@ class ModuleRules {
 // several threads.
 void add_call_facts(CodeFacts& facts, const Abi& abi, CodeAt code, RowAt rows);
 
+// Whether the file holds Swift code, whose calls may change callee-saved
+// registers (swift_call_clobbered()): Swift's linker support object
+// (swiftrt.o, linked into every Swift program and library on ELF
+// platforms) gives each one the swift5_* metadata sections (swift5_typeref,
+// swift5_protocols, ...), empty or not.
+template <class File> bool holds_swift_code(const File& file) {
+    for (const auto& section : file.sections())
+        if (section.name.starts_with("swift5_")) return true;
+    return false;
+}
+
 // What a module's file tells of how its code is entered (CodeFacts), the
 // one place every consumer takes it from: exception landing pads only when
 // it has .gcc_except_table (the LSDA that GCC's personality routine reads:
 // without it no call has a landing pad), then each function's call sites
 // from its .eh_frame FDE's LSDA where it has one (ElfFile's
 // exception_call_sites(), read at the first use; `file` must outlive the
-// facts), and which call targets never return or do (add_call_facts()).
+// facts), which call targets never return or do (add_call_facts()), and
+// which callee-saved registers calls may change (Swift code).
 template <class File>
 CodeFacts module_facts(const File& file, const Abi& abi, CodeAt code, RowAt rows) {
     CodeFacts facts;
     facts.landing_pads = file.has_section(".gcc_except_table");
+    if (holds_swift_code(file)) {
+        const auto swift = swift_call_clobbered(abi);
+        facts.call_clobbered.assign(swift.begin(), swift.end());
+    }
     add_call_facts(facts, abi, std::move(code), std::move(rows));
     if (facts.landing_pads) {
         // Read at the first function analysed (elf::ExceptionCallSites).

@@ -37,6 +37,11 @@ struct CalleeSavedCounts {
     std::uint64_t unknown = 0;
     std::uint64_t wrong = 0;
     std::uint64_t not_compared = 0; // the CFI's rule has no Row form
+    // Not compared either: the CFI says "same value" (or does not mention
+    // the register, which reads the same), and the module's calls need not
+    // preserve it (CodeFacts::call_clobbered, Swift code): that proves
+    // nothing.
+    std::uint64_t not_preserved = 0;
 };
 
 // One (instruction, register) where the analysis and the CFI differ.
