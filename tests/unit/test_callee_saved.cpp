@@ -1007,6 +1007,31 @@ std::size_t check_fixtures(std::initializer_list<const char*> writers, const cha
 // clears r12. Taking the spill for a save of the caller's r12 named the
 // error's slot (swiftlang's docc, 0xa7ff70). In a module of Swift code the
 // calls may change r12-r14 (CodeFacts::call_clobbered).
+// A switch's default is a table entry and the target of the range check's
+// branch, taken before the dispatch wrote rbx: entered from the table too,
+// rbx is in its slot there (Lua's lua_gc at -Os, whose option 8 is the
+// default). The jump's state is met into every branch target with its SP.
+TEST_CASE("callee-saved: a branch target may also be a switch table's case", "[callee_saved]") {
+    // push rbx; sub rsp, 16; cmp edi, 2; ja def; mov rbx, rsi; jmp rax;
+    // c0: mov eax, 1; jmp out; def: nop; xor eax, eax; out: add rsp, 16;
+    // pop rbx; ret
+    const std::vector<std::uint8_t> code = {0x53, 0x48, 0x83, 0xec, 0x10, 0x83, 0xff, 0x02,
+                                            0x77, 0x0c, 0x48, 0x89, 0xf3, 0xff, 0xe0, 0xb8,
+                                            0x01, 0x00, 0x00, 0x00, 0xeb, 0x03, 0x90, 0x31,
+                                            0xc0, 0x48, 0x83, 0xc4, 0x10, 0x5b, 0xc3};
+    auto f = FunctionRules::analyse(abi_amd64(), 0x7000, code,
+                                    rows_of({{0x7000, 0x7001, 8},
+                                             {0x7001, 0x7005, 16},
+                                             {0x7005, 0x701d, 32},
+                                             {0x701d, 0x701e, 16},
+                                             {0x701e, 0x701f, 8}}));
+    REQUIRE(f);
+    CHECK(f->at(0x7005, rbx) == RegRule::same_value(RegRule::Source::Fre)); // before the mov
+    CHECK(f->at(0x7016, rbx) == RegRule::at_cfa(-16)); // def: from the table too
+    CHECK(f->at(0x700f, rbx) == RegRule::at_cfa(-16)); // c0: only from the table
+    CHECK(f->at(0x7019, rbx) == RegRule::at_cfa(-16));
+}
+
 TEST_CASE("callee-saved: in Swift code a call may change r12, r13 and r14", "[callee_saved]") {
     // push rbx; sub rsp, 16; call g; test r12, r12; je out; mov [rsp], r12;
     // xor r12d, r12d; nop x3; out: add rsp, 16; pop rbx; ret
@@ -1131,10 +1156,12 @@ TEST_CASE("callee-saved: 0 wrong against CFI on SQLite (GCC 16 + gas 2.47, clang
           "[callee_saved][fixtures]") {
     const auto large = test::source_dir() / "tests" / "fixtures" / "large";
     for (const auto& [name, floor] :
-         // 97.8% and 99.85% (2026-11-29): the code after a call not known to
+         // 94.1% and 99.85% (2026-12-02): the code after a call not known to
          // return, in a function with a switch, takes every indirect jump's
-         // registers too (function_rules.cpp), as a case may start there.
-         {std::pair{"sqlite3-gas-2.47", 0.975}, std::pair{"sqlite3-clang-23", 0.998}}) {
+         // registers too (function_rules.cpp), as a case may start there,
+         // and so does every branch target with the jump's SP (97.8% before
+         // that, 2026-11-29).
+         {std::pair{"sqlite3-gas-2.47", 0.94}, std::pair{"sqlite3-clang-23", 0.998}}) {
         INFO(name);
         auto file = elf::ElfFile::open((large / name).string());
         REQUIRE(file);

@@ -500,6 +500,7 @@ struct detail::AnalysisScratch {
     std::vector<std::uint32_t> pad_of;
     std::vector<std::uint8_t> after_unknown_call;
     std::vector<std::uint8_t> is_seed;
+    std::vector<std::uint8_t> is_label;
     std::vector<std::int32_t> codes;
     Solution solution;
     // The states, of solve<5>() or of solve<max_registers>().
@@ -522,6 +523,7 @@ struct detail::AnalysisScratch {
                 solution.change_offsets.capacity() + solution.never_run.capacity()) *
                    sizeof(std::uint32_t) +
                queued.capacity() + after_unknown_call.capacity() + is_seed.capacity() +
+               is_label.capacity() +
                (codes.capacity() + solution.change_codes.capacity()) * sizeof(std::int32_t) +
                states_5.capacity() * sizeof(State<5>) +
                states_wide.capacity() * sizeof(State<FunctionRules::max_registers>);
@@ -642,6 +644,25 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
     // States at indirect jumps (and calls, for landing pads not known):
     // where unreached code is entered from.
     State<N> body;
+    // States at indirect jumps alone, met per SP (a tail call through a
+    // pointer leaves with the entry's, a switch with the body's; the last
+    // one holds those whose SP is not known): a switch table's case may
+    // also be reached otherwise (a direct branch to its default, a case's
+    // fall through), and is then entered with both states.
+    std::vector<State<N>> tables;
+    const auto add_table = [&](const State<N>& s) {
+        if (tables.empty()) tables.emplace_back(); // the unknown SP's
+        if (!s.sp_known) {
+            tables.back() = meet(tables.back(), s);
+            return;
+        }
+        for (std::size_t i = 0; i + 1 < tables.size(); ++i)
+            if (tables[i].sp == s.sp) {
+                tables[i] = meet(tables[i], s);
+                return;
+            }
+        tables.insert(tables.end() - 1, s);
+    };
     auto run = [&]() -> bool {
         while (work_count != 0) {
             if (++stats.visits > p.limits.max_visits) return false;
@@ -652,6 +673,7 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
             State<N> s = before(k);
             if (const Row* r = p.row_at(k)) anchor(s, *r, abi, stats);
             const Instruction& in = insns[k];
+            if (in.flow == Flow::Indirect) add_table(s);
             if (in.flow == Flow::Indirect || (calls_enter && in.flow == Flow::Call)) {
                 body = meet(body, s);
                 // A switch table's case, or a landing pad, may lie there.
@@ -716,17 +738,54 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
     std::vector<std::uint8_t>& is_seed = scratch.is_seed;
     is_seed.assign(insns.size(), 0);
     std::uint32_t seeds = 0;
-    for (State<N> used; body.reached && !(used == body);) {
-        used = body;
+    // Where a table's case may lie among the code paths reach: any
+    // instruction whose SP is the jump's (a jump keeps the SP), or any at
+    // all where either is not known. It is entered with its own SP and FP.
+    std::vector<std::uint8_t>& is_label = scratch.is_label;
+    is_label.assign(tables.empty() ? 0 : insns.size(), 0);
+    for (std::size_t k = 0; !tables.empty() && k < insns.size(); ++k) {
+        const Instruction& in = insns[k];
+        if ((in.flow == Flow::Jump || in.flow == Flow::Branch) && in.target >= p.start &&
+            in.target - p.start < p.size)
+            if (auto t = p.target_of(in.target)) is_label[*t] = 1;
+    }
+    const auto table_case = [&](std::size_t k) {
+        if (tables.empty() || k == 0 || is_label[k] == 0 || !reached(k) || is_seed[k] != 0) return;
+        for (const State<N>& t : tables) {
+            if (!t.reached) continue;
+            const State<N>& here = before(k);
+            if (t.sp_known && here.sp_known && here.sp != t.sp) continue;
+            State<N> entry = t;
+            entry.sp_known = here.sp_known;
+            entry.sp = here.sp;
+            entry.sp_bounded = here.sp_bounded;
+            entry.sp_bound = here.sp_bound;
+            entry.fp_known = here.fp_known;
+            entry.fp = here.fp;
+            propagate(k, entry);
+        }
+    };
+    for (std::pair<State<N>, std::vector<State<N>>> used;
+         body.reached && !(used.first == body && used.second == tables);) {
+        used = {body, tables};
         State<N> seed = body;
         // A landing pad is entered after its call's callee ran.
         seed.narrow = 0;
         for (std::size_t k = 0; k < insns.size(); ++k) {
-            // Alignment padding after a ret or jump is never run.
-            if (insns[k].padding) continue;
+            // Alignment padding after a ret or jump is never run (but a
+            // nop a branch reaches is).
+            if (insns[k].padding) {
+                table_case(k);
+                if (!run()) return false;
+                continue;
+            }
             const bool first_time = !reached(k);
             const bool after_call = !first_time && after_unknown_call[k] != 0;
-            if (!first_time && is_seed[k] == 0 && !after_call) continue;
+            if (!first_time && is_seed[k] == 0 && !after_call) {
+                table_case(k);
+                if (!run()) return false;
+                continue;
+            }
             if (first_time) {
                 is_seed[k] = 1;
                 ++seeds;
