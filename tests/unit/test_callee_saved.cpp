@@ -648,6 +648,25 @@ TEST_CASE("callee-saved: AArch64 pair stores with writeback, str/ldr of x19, d8"
     CHECK(!g->slot_at(0x200c, 10));
 }
 
+// ld1-ld4 write every register of their list, which Capstone 4 gives
+// some of as read only.
+TEST_CASE("callee-saved: AArch64 structure loads write their whole list", "[callee_saved]") {
+    const Abi& abi = abi_aarch64(ByteOrder::Little);
+    constexpr std::uint16_t d10 = 74;
+    constexpr std::uint16_t d11 = 75;
+    // stp d10, d11, [sp, #-16]!; ld1 {v8.2d-v11.2d}, [x0], #64;
+    // ldp d10, d11, [sp], #16; ret
+    const auto code = a64_words({0x6dbf2fea, 0x4cdf2c08, 0x6cc12fea, 0xd65f03c0});
+    auto f = FunctionRules::analyse(
+        abi, 0x3000, code,
+        aarch64_rows({{0x3000, 0x3004, 0}, {0x3004, 0x300c, 16}, {0x300c, 0x3010, 0}}));
+    REQUIRE(f);
+    CHECK(f->at(0x3004, d10) == RegRule::same_value(RegRule::Source::Fre));
+    CHECK(f->at(0x3008, d10) == RegRule::at_cfa(-16));
+    CHECK(f->at(0x3008, d11) == RegRule::at_cfa(-8));
+    CHECK(f->at(0x300c, d10) == RegRule::same_value(RegRule::Source::Fre));
+}
+
 TEST_CASE("callee-saved: AArch64 slots survive an alloca of a size below 2^32", "[callee_saved]") {
     const Abi& abi = abi_aarch64(ByteOrder::Little);
     constexpr std::uint16_t x19 = 19;

@@ -95,6 +95,15 @@ bool register_transfer(std::string_view m) {
            m == "ldur" || m == "ldnp";
 }
 
+// A structure load (Arm ARM C7.2: LD1-LD4 of multiple structures, of a
+// single structure's lane, and replicating: LD1R-LD4R), which writes every
+// register of its list. Capstone 4 marks some of them read only (the third
+// of `ld1 {v8.2d-v11.2d}, [x0], #64`, the second of an `ld3` lane load).
+bool structure_load(std::string_view m) {
+    return m.size() >= 3 && m.size() <= 4 && m[0] == 'l' && m[1] == 'd' && m[2] >= '1' &&
+           m[2] <= '4' && (m.size() == 3 || m[3] == 'r');
+}
+
 bool is_compare(unsigned id) {
     switch (id) {
     case ARM64_INS_CMP:
@@ -370,11 +379,13 @@ class Reducer {
         if (!compare)
             for (std::uint8_t i = 0; i < nwritten; ++i)
                 written(written_list[i]);
+        const bool loads_list = structure_load(insn.mnemonic);
         for (std::uint8_t i = 0; i < a.op_count; ++i) {
             const cs_arm64_op& op = a.operands[i];
             if (op.type != ARM64_OP_REG) continue;
             const bool destination = i == 0 && !store && !branch && !compare;
-            if (op.access == 0 || destination) written(op.reg);
+            const bool listed = loads_list && op.reg >= ARM64_REG_V0 && op.reg <= ARM64_REG_V31;
+            if (op.access == 0 || destination || listed) written(op.reg);
         }
         // x0-x15 (State::narrow's bits) left below 2^32: a W destination,
         // whose write zeroes the upper half (Arm ARM, "Registers in AArch64
