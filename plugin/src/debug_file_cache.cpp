@@ -2,6 +2,7 @@
 #include "debug_file_cache.hpp"
 
 #include "sfunwind/callee_saved/debug_frame_rules.hpp"
+#include "sfunwind/callee_saved/function_rules.hpp"
 #include "sfunwind/cfi/dwarf_writer.hpp"
 #include "sfunwind/elf/debug_file_writer.hpp"
 
@@ -76,7 +77,9 @@ std::string stamp_text(const SframeDigest& sframe, const std::string& base, bool
                   static_cast<unsigned long long>(sframe.hash),
                   static_cast<unsigned long long>(sframe.size));
     std::string s = buf;
-    s += callee_saved ? "callee-saved " : "no-callee-saved ";
+    // The rules depend on the analysis's version too.
+    s += callee_saved ? "callee-saved " + std::to_string(callee_saved::analysis_version) + " "
+                      : "no-callee-saved ";
     if (!base.empty()) {
         std::error_code ec;
         const auto size = std::filesystem::file_size(base, ec);

@@ -152,6 +152,13 @@ struct Stats {
     std::uint64_t visits = 0;
 };
 
+// The analysis's own version: raised whenever a change may give any
+// function other rules, so that what was made from them and kept (the LLDB
+// plugin's debug files) is made again. 2: Swift's call-clobbered registers,
+// a switch's cases that branches reach too, AArch64 structure loads, and
+// the paths into undecoded code and the returns of 2026-12-01.
+inline constexpr int analysis_version = 2;
+
 // Whether the analysis reads this ABI's code: the one place that says which
 // architectures have callee-saved rules (every consumer asks it).
 bool supported(const Abi& abi) noexcept;
