@@ -403,6 +403,18 @@ std::int32_t encode_rule(const State<N>& s, std::size_t i, std::int64_t red_zone
     return encode_slot(s, i, red_zone);
 }
 
+// `s`'s register facts with the SP and FP of `here`: how code a path
+// already reaches is entered from elsewhere with the stack it has.
+template <std::size_t N> State<N> with_stack_of(State<N> s, const State<N>& here) {
+    s.sp_known = here.sp_known;
+    s.sp = here.sp;
+    s.sp_bounded = here.sp_bounded;
+    s.sp_bound = here.sp_bound;
+    s.fp_known = here.fp_known;
+    s.fp = here.fp;
+    return s;
+}
+
 // The tracked registers (bit i: registers[i]) among `clobbered`.
 std::uint32_t call_clobbered_mask(std::span<const std::uint16_t> registers,
                                   std::span<const std::uint16_t> clobbered) {
@@ -755,14 +767,7 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
             if (!t.reached) continue;
             const State<N>& here = before(k);
             if (t.sp_known && here.sp_known && here.sp != t.sp) continue;
-            State<N> entry = t;
-            entry.sp_known = here.sp_known;
-            entry.sp = here.sp;
-            entry.sp_bounded = here.sp_bounded;
-            entry.sp_bound = here.sp_bound;
-            entry.fp_known = here.fp_known;
-            entry.fp = here.fp;
-            propagate(k, entry);
+            propagate(k, with_stack_of(t, here));
         }
     };
     for (std::pair<State<N>, std::vector<State<N>>> used;
@@ -791,15 +796,7 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
                 ++seeds;
             }
             if (after_call && is_seed[k] == 0) {
-                const State<N>& fall = before(k);
-                State<N> entry = seed;
-                entry.sp_known = fall.sp_known;
-                entry.sp = fall.sp;
-                entry.sp_bounded = fall.sp_bounded;
-                entry.sp_bound = fall.sp_bound;
-                entry.fp_known = fall.fp_known;
-                entry.fp = fall.fp;
-                propagate(k, entry);
+                propagate(k, with_stack_of(seed, before(k)));
             } else {
                 propagate(k, seed);
             }
