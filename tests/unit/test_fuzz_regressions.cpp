@@ -4,6 +4,7 @@
 // input fits a unit test it is kept as it was saved, in data/fuzz/; the
 // others are rebuilt from the fixtures with the one property that failed.
 #include "catch.hpp"
+#include "sfunwind/callee_saved/function_rules.hpp"
 #include "sfunwind/cfi/cfi_table.hpp"
 #include "sfunwind/convert/from_cfi.hpp"
 #include "sfunwind/elf/elf_file.hpp"
@@ -250,4 +251,43 @@ TEST_CASE("fuzz regression: a symbol at the top of the address space is found", 
         // The symbol found starts at this address (several may share one).
         CHECK(own->value == s.value);
     }
+}
+
+// fuzz_callee_saved, UBSan: the branch targets a switch's indirect jump is
+// met into were listed only when the first pass had reached such a jump,
+// and code first reached from the body's state (a seed) held one: the
+// list was read empty. The input is the fuzzer's (its format:
+// fuzz/fuzz_callee_saved.cpp); the analysis must finish, under the
+// sanitizers too.
+TEST_CASE("fuzz regression: an indirect jump first reached from a seed", "[fuzz]") {
+    const auto data = fuzz_input("callee-saved-late-indirect-jump.bin");
+    REQUIRE(data.size() > 1);
+    const std::size_t count = data[0] % 17;
+    const Abi* abis[] = {&abi_amd64(), &abi_aarch64(ByteOrder::Little),
+                         &abi_aarch64(ByteOrder::Big), &abi_s390x()};
+    const Abi& abi = *abis[(data[0] / 17) % 4];
+    constexpr std::uint64_t code_vaddr = 0x401000;
+    std::vector<std::pair<std::uint64_t, std::int32_t>> rows;
+    std::size_t at = 1;
+    for (std::size_t i = 0; i < count && at + 3 <= data.size(); ++i, at += 3)
+        rows.emplace_back(code_vaddr + static_cast<std::uint64_t>(data[at] | (data[at + 1] << 8)),
+                          static_cast<std::int8_t>(data[at + 2]) * 8);
+    std::sort(rows.begin(), rows.end());
+    const std::span<const std::uint8_t> code(data.data() + std::min(at, data.size()),
+                                             data.size() - std::min(at, data.size()));
+    const callee_saved::RowAt row_at = [&](std::uint64_t pc) -> std::optional<Row> {
+        const std::pair<std::uint64_t, std::int32_t>* hit = nullptr;
+        for (const auto& r : rows)
+            if (r.first <= pc) hit = &r;
+        if (hit == nullptr || pc >= code_vaddr + code.size()) return std::nullopt;
+        Row row;
+        row.pc_begin = hit->first;
+        row.pc_end = pc + 1;
+        row.cfa = CfaRule{abi.sp_reg, hit->second, false};
+        if (abi.fixed_ra_offset != 0) row.ra = RegRule::at_cfa(abi.fixed_ra_offset);
+        return row;
+    };
+    const auto f = callee_saved::FunctionRules::analyse(abi, code_vaddr, code, row_at);
+    if (!f) CHECK(f.error().code() == Errc::Unsupported);
+    if (f) CHECK(f->stats().unreached > 0);
 }

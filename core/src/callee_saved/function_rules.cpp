@@ -753,9 +753,11 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
     // Where a table's case may lie among the code paths reach: any
     // instruction whose SP is the jump's (a jump keeps the SP), or any at
     // all where either is not known. It is entered with its own SP and FP.
+    // Every branch target, as the rounds below may reach indirect jumps
+    // the first pass did not.
     std::vector<std::uint8_t>& is_label = scratch.is_label;
-    is_label.assign(tables.empty() ? 0 : insns.size(), 0);
-    for (std::size_t k = 0; !tables.empty() && k < insns.size(); ++k) {
+    is_label.assign(insns.size(), 0);
+    for (std::size_t k = 0; k < insns.size(); ++k) {
         const Instruction& in = insns[k];
         if ((in.flow == Flow::Jump || in.flow == Flow::Branch) && in.target >= p.start &&
             in.target - p.start < p.size)
