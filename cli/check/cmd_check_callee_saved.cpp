@@ -35,8 +35,8 @@ void print_text(const sfunwind::check::CalleeSavedReport& r, bool details) {
         std::printf("    not compared (CFI expression) %llu\n",
                     static_cast<unsigned long long>(c.not_compared));
     if (c.not_preserved != 0)
-        std::printf("    not compared (no CFI rule, and Swift code's calls need not preserve it) "
-                    "%llu\n",
+        std::printf("    not compared (CFI \"same value\" for a register Swift code's calls need "
+                    "not preserve) %llu\n",
                     static_cast<unsigned long long>(c.not_preserved));
     std::printf("  coverage (equal + equivalent) / compared: %.2f%%\n",
                 percent(c.equal + c.equivalent, c.compared));
