@@ -659,8 +659,8 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
     // States at indirect jumps alone, met per SP (a tail call through a
     // pointer leaves with the entry's, a switch with the body's; the last
     // one holds those whose SP is not known): a switch table's case may
-    // also be reached otherwise (a direct branch to its default, a case's
-    // fall through), and is then entered with both states.
+    // also be reached by a branch (the range check's, to the default that
+    // is also a table entry), and is then entered with both states.
     std::vector<State<N>> tables;
     const auto add_table = [&](const State<N>& s) {
         if (tables.empty()) tables.emplace_back(); // the unknown SP's
@@ -750,11 +750,12 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
     std::vector<std::uint8_t>& is_seed = scratch.is_seed;
     is_seed.assign(insns.size(), 0);
     std::uint32_t seeds = 0;
-    // Where a table's case may lie among the code paths reach: any
-    // instruction whose SP is the jump's (a jump keeps the SP), or any at
-    // all where either is not known. It is entered with its own SP and FP.
-    // Every branch target, as the rounds below may reach indirect jumps
-    // the first pass did not.
+    // Where a table's case may lie among the code paths reach: a branch
+    // target whose SP is the jump's (a jump keeps the SP), or any branch
+    // target where either SP is not known, entered with its own SP and FP.
+    // (A case that code no branch reaches only falls into is not one: the
+    // tables are not read.) The targets are listed whatever the first pass
+    // reached, as the rounds below may reach indirect jumps it did not.
     std::vector<std::uint8_t>& is_label = scratch.is_label;
     is_label.assign(insns.size(), 0);
     for (std::size_t k = 0; k < insns.size(); ++k) {
