@@ -754,11 +754,12 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
     // target whose SP is the jump's (a jump keeps the SP), or any branch
     // target where either SP is not known, entered with its own SP and FP.
     // (A case that code no branch reaches only falls into is not one: the
-    // tables are not read.) The targets are listed whatever the first pass
-    // reached, as the rounds below may reach indirect jumps it did not.
+    // tables are not read.) The targets are listed wherever the rounds
+    // below run (every indirect jump is met into the body), whatever the
+    // first pass reached: the rounds may reach indirect jumps it did not.
     std::vector<std::uint8_t>& is_label = scratch.is_label;
-    is_label.assign(insns.size(), 0);
-    for (std::size_t k = 0; k < insns.size(); ++k) {
+    is_label.assign(body.reached ? insns.size() : 0, 0);
+    for (std::size_t k = 0; body.reached && k < insns.size(); ++k) {
         const Instruction& in = insns[k];
         if ((in.flow == Flow::Jump || in.flow == Flow::Branch) && in.target >= p.start &&
             in.target - p.start < p.size)
@@ -781,15 +782,12 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
         seed.narrow = 0;
         for (std::size_t k = 0; k < insns.size(); ++k) {
             // Alignment padding after a ret or jump is never run (but a
-            // nop a branch reaches is).
-            if (insns[k].padding) {
-                table_case(k);
-                if (!run()) return false;
-                continue;
-            }
+            // nop a branch reaches is), and is no seed; code a path reaches,
+            // other than after a call not known to return, takes only the
+            // switches' states.
             const bool first_time = !reached(k);
             const bool after_call = !first_time && after_unknown_call[k] != 0;
-            if (!first_time && is_seed[k] == 0 && !after_call) {
+            if (insns[k].padding || (!first_time && is_seed[k] == 0 && !after_call)) {
                 table_case(k);
                 if (!run()) return false;
                 continue;
