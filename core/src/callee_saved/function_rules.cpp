@@ -3,6 +3,7 @@
 
 #include "decode_memo.hpp"
 #include "instruction.hpp"
+#include "x86_64_switch_table.hpp"
 
 #include <algorithm>
 #include <array>
@@ -513,6 +514,14 @@ struct detail::AnalysisScratch {
     std::vector<std::uint8_t> after_unknown_call;
     std::vector<std::uint8_t> is_seed;
     std::vector<std::uint8_t> is_label;
+    // The switches whose tables were read (read_switches()): per
+    // instruction, its switch or no_switch (empty: none); switch i's cases
+    // are cases[case_first[i] .. case_first[i + 1]).
+    std::vector<std::uint32_t> switch_of;
+    std::vector<std::uint32_t> case_first;
+    std::vector<std::uint32_t> cases;
+    std::vector<std::uint8_t> entries;
+    std::vector<std::uint8_t> is_case;
     std::vector<std::int32_t> codes;
     Solution solution;
     // The states, of solve<5>() or of solve<max_registers>().
@@ -535,7 +544,9 @@ struct detail::AnalysisScratch {
                 solution.change_offsets.capacity() + solution.never_run.capacity()) *
                    sizeof(std::uint32_t) +
                queued.capacity() + after_unknown_call.capacity() + is_seed.capacity() +
-               is_label.capacity() +
+               is_label.capacity() + entries.capacity() + is_case.capacity() +
+               (switch_of.capacity() + case_first.capacity() + cases.capacity()) *
+                   sizeof(std::uint32_t) +
                (codes.capacity() + solution.change_codes.capacity()) * sizeof(std::int32_t) +
                states_5.capacity() * sizeof(State<5>) +
                states_wide.capacity() * sizeof(State<FunctionRules::max_registers>);
@@ -545,6 +556,88 @@ struct detail::AnalysisScratch {
 namespace {
 
 using detail::AnalysisScratch;
+
+constexpr std::uint32_t no_switch = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint32_t no_pad = std::numeric_limits<std::uint32_t>::max();
+
+// Reads the tables of the function's x86-64 switches that can be read
+// (x86_64_switch_table.hpp) into scratch.switch_of, case_first and cases;
+// returns how many. `pad_of`: each call's landing pad (empty: not known).
+// A switch is read only where the run before its jump holds no place the
+// code may be entered at: the function's start, a branch target, a landing
+// pad, and the cases of the switches read (a switch whose run holds
+// another's case is not read, and its cases are then no longer entries:
+// repeated until none is dropped). A case inside the function where no
+// decoded instruction starts leaves its switch unread; one outside (a
+// `.cold` part) is no edge, as a jump out of the function.
+std::uint32_t read_switches(const Pass& p, std::span<const std::uint32_t> pad_of,
+                            AnalysisScratch& scratch) {
+    scratch.switch_of.clear();
+    scratch.case_first.clear();
+    scratch.cases.clear();
+    const std::vector<Instruction>& insns = p.decoded.instructions;
+    if (p.abi.arch != Arch::X86_64 || !p.facts.read_only_data ||
+        std::none_of(insns.begin(), insns.end(),
+                     [](const Instruction& in) { return in.flow == Flow::Indirect; }))
+        return 0;
+    std::vector<std::uint8_t>& entries = scratch.entries;
+    entries.assign(insns.size(), 0);
+    entries[0] = 1;
+    for (std::size_t k = 0; k < insns.size(); ++k) {
+        const Instruction& in = insns[k];
+        if ((in.flow == Flow::Jump || in.flow == Flow::Branch) && in.target >= p.start &&
+            in.target - p.start < p.size)
+            if (auto t = p.target_of(in.target)) entries[*t] = 1;
+        if (!pad_of.empty() && pad_of[k] != no_pad) entries[pad_of[k]] = 1;
+    }
+    struct Read {
+        std::size_t jump = 0;
+        std::size_t first = 0;
+        std::vector<std::uint32_t> cases;
+    };
+    std::vector<Read> read;
+    for (std::size_t k = 0; k < insns.size(); ++k) {
+        if (insns[k].flow != Flow::Indirect) continue;
+        auto found = detail::x86_64_switch_cases(p.decoded, p.bytes, p.start, k, entries,
+                                                 p.facts.read_only_data);
+        if (!found) continue;
+        Read r{k, found->first, {}};
+        bool whole = true;
+        for (const std::uint64_t target : found->targets) {
+            if (target < p.start || target - p.start >= p.size) continue;
+            const auto t = p.target_of(target);
+            if (!t) {
+                whole = false;
+                break;
+            }
+            r.cases.push_back(static_cast<std::uint32_t>(*t));
+        }
+        if (whole) read.push_back(std::move(r));
+    }
+    std::vector<std::uint8_t>& is_case = scratch.is_case;
+    for (bool dropped = true; dropped && !read.empty();) {
+        is_case.assign(insns.size(), 0);
+        for (const Read& r : read)
+            for (const std::uint32_t c : r.cases)
+                is_case[c] = 1;
+        const auto before = read.size();
+        std::erase_if(read, [&](const Read& r) {
+            return std::any_of(is_case.begin() + static_cast<std::ptrdiff_t>(r.first) + 1,
+                               is_case.begin() + static_cast<std::ptrdiff_t>(r.jump) + 1,
+                               [](std::uint8_t c) { return c != 0; });
+        });
+        dropped = read.size() != before;
+    }
+    if (read.empty()) return 0;
+    scratch.switch_of.assign(insns.size(), no_switch);
+    for (const Read& r : read) {
+        scratch.switch_of[r.jump] = static_cast<std::uint32_t>(scratch.case_first.size());
+        scratch.case_first.push_back(static_cast<std::uint32_t>(scratch.cases.size()));
+        scratch.cases.insert(scratch.cases.end(), r.cases.begin(), r.cases.end());
+    }
+    scratch.case_first.push_back(static_cast<std::uint32_t>(scratch.cases.size()));
+    return static_cast<std::uint32_t>(read.size());
+}
 
 // The data-flow pass with states of N registers (N >= p.registers.size()).
 // False when it takes more than the limit's visits.
@@ -627,7 +720,6 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
     // call returned with). Otherwise any call may enter code no path
     // reaches, with its state (`body`, below). A pad that is not one of the
     // decoded instructions leaves the table unused.
-    constexpr std::uint32_t no_pad = std::numeric_limits<std::uint32_t>::max();
     std::vector<std::uint32_t>& pad_of = scratch.pad_of;
     pad_of.clear();
     if (facts.call_sites && !insns.empty()) {
@@ -653,6 +745,12 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
     }
     const bool exact_pads = !pad_of.empty();
     const bool calls_enter = facts.landing_pads && !exact_pads;
+    // A switch whose table is read goes to its cases, and is not one of the
+    // indirect jumps that enter code no path reaches (`body`, `tables`).
+    stats.switch_tables = read_switches(p, pad_of, scratch);
+    const std::vector<std::uint32_t>& switch_of = scratch.switch_of;
+    const std::vector<std::uint32_t>& case_first = scratch.case_first;
+    const std::vector<std::uint32_t>& cases = scratch.cases;
     // States at indirect jumps (and calls, for landing pads not known):
     // where unreached code is entered from.
     State<N> body;
@@ -685,14 +783,20 @@ template <std::size_t N> bool solve(const Pass& p, Stats& stats, AnalysisScratch
             State<N> s = before(k);
             if (const Row* r = p.row_at(k)) anchor(s, *r, abi, stats);
             const Instruction& in = insns[k];
-            if (in.flow == Flow::Indirect) add_table(s);
-            if (in.flow == Flow::Indirect || (calls_enter && in.flow == Flow::Call)) {
+            const std::uint32_t read_switch = switch_of.empty() ? no_switch : switch_of[k];
+            const bool unknown_jump = in.flow == Flow::Indirect && read_switch == no_switch;
+            if (unknown_jump) add_table(s);
+            if (unknown_jump || (calls_enter && in.flow == Flow::Call)) {
                 body = meet(body, s);
                 // A switch table's case, or a landing pad, may lie there.
                 if (undecoded_tail) escape(in, decoded_end);
             }
             transfer(s, p.decoded, in, p.registers, p.call_clobbered);
             if (exact_pads && pad_of[k] != no_pad) propagate(pad_of[k], s);
+            if (read_switch != no_switch)
+                for (std::uint32_t c = case_first[read_switch]; c < case_first[read_switch + 1];
+                     ++c)
+                    propagate(cases[c], s);
             const bool returning_call =
                 in.flow == Flow::Call &&
                 !(in.direct_call && facts.never_returns && facts.never_returns(in.target));

@@ -11,10 +11,7 @@
 #include <optional>
 
 namespace sfunwind::callee_saved::detail {
-namespace {
 
-// The DWARF number (x86-64 psABI figure 3.36) of a general register or any
-// of its parts; nullopt for other registers.
 std::optional<std::uint16_t> dwarf_gpr(unsigned reg) {
     switch (reg) {
     case X86_REG_RAX:
@@ -105,6 +102,8 @@ std::optional<std::uint16_t> dwarf_gpr(unsigned reg) {
         return std::nullopt;
     }
 }
+
+namespace {
 
 constexpr std::uint16_t dwarf_rbp = 6;
 constexpr std::uint16_t dwarf_rsp = 7;
@@ -453,6 +452,7 @@ X86Form x86_form(csh handle, const cs_insn& insn) {
             o.reg = static_cast<std::uint16_t>(op.mem.base);
             o.index = static_cast<std::uint16_t>(op.mem.index);
             o.segment = static_cast<std::uint16_t>(op.mem.segment);
+            o.scale = static_cast<std::uint8_t>(op.mem.scale);
             o.value = op.mem.disp;
             const auto general = [](x86_reg r) {
                 return r == X86_REG_INVALID || r == X86_REG_RIP || dwarf_gpr(r).has_value();
@@ -478,8 +478,10 @@ void reduce_x86_64(const X86Form& form, std::uint64_t address,
     Reducer(tracked).reduce(form, address, out);
 }
 
-bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
-                   std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo) {
+namespace {
+
+// The calling thread's x86-64 handle, warmed up (warm_up()).
+const CapstoneHandle& x86_64_handle() {
     thread_local CapstoneHandle handle(CS_ARCH_X86, CS_MODE_64);
     // add eax, 1; push rbx; mov rbp, rsp; ret (an accumulator form: the
     // register list Capstone sorts at its first use).
@@ -487,6 +489,25 @@ bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
                                                             0x53, 0x48, 0x89, 0xe5, 0xc3};
     static std::once_flag warmed;
     warm_up(handle, warmed, sample);
+    return handle;
+}
+
+} // namespace
+
+std::optional<X86Form> x86_form_at(std::uint64_t address, std::span<const std::uint8_t> bytes) {
+    const CapstoneHandle& handle = x86_64_handle();
+    if (!handle.open()) return std::nullopt;
+    const CapstoneInsn insn(cs_malloc(handle.get()));
+    const std::uint8_t* p = bytes.data();
+    std::size_t left = bytes.size();
+    if (!insn || !cs_disasm_iter(handle.get(), &p, &left, &address, insn.get()))
+        return std::nullopt;
+    return x86_form(handle.get(), *insn);
+}
+
+bool decode_x86_64(std::uint64_t start, std::span<const std::uint8_t> code,
+                   std::span<const std::uint16_t> tracked, Code& out, DecodeMemo* memo) {
+    const CapstoneHandle& handle = x86_64_handle();
     const Reducer reducer(tracked);
     if (!memo)
         return decode_each(handle, start, code, [&](const cs_insn& insn) {

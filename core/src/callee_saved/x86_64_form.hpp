@@ -10,6 +10,7 @@
 #include <array>
 #include <capstone/capstone.h>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace sfunwind::callee_saved::detail {
@@ -23,6 +24,7 @@ struct X86Operand {
     std::uint8_t type = 0;     // x86_op_type
     std::uint8_t size = 0;     // in bytes
     std::uint8_t access = 0;   // CS_AC_READ, CS_AC_WRITE; Capstone 4 leaves some at 0
+    std::uint8_t scale = 0;    // X86_OP_MEM: the index's scale (1, 2, 4, 8)
     friend bool operator==(const X86Operand&, const X86Operand&) = default;
 };
 
@@ -47,6 +49,14 @@ struct X86Form {
 
 // The form of `insn`, decoded with details by `handle`.
 X86Form x86_form(csh handle, const cs_insn& insn);
+
+// The form of the instruction that starts `bytes`, at `address`, decoded
+// with the calling thread's handle; nullopt where Capstone cannot decode it.
+std::optional<X86Form> x86_form_at(std::uint64_t address, std::span<const std::uint8_t> bytes);
+
+// The DWARF number (x86-64 psABI figure 3.36) of a general register or any
+// of its parts (Capstone's x86_reg); nullopt for other registers.
+std::optional<std::uint16_t> dwarf_gpr(unsigned reg);
 
 // Appends the instruction of `form` at `address` to `out`, with the saves and
 // loads of the registers `tracked` (DWARF numbers) it makes.

@@ -658,6 +658,8 @@ DynamicInfo ElfFile::dynamic_info() const {
             if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL)
                 break;
             if (dyn.d_tag == DT_FLAGS_1) d.flags_1 = dyn.d_un.d_val;
+            if (dyn.d_tag == DT_TEXTREL || (dyn.d_tag == DT_FLAGS && (dyn.d_un.d_val & DF_TEXTREL)))
+                d.text_relocations = true;
             if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)
                 continue;
             const char* text = elf_strptr(elf, sec.link, dyn.d_un.d_val);
@@ -822,8 +824,19 @@ Expected<sframe::Section> ElfFile::sframe() const {
 
 std::optional<std::span<const std::uint8_t>> ElfFile::loaded_bytes(std::uint64_t vaddr,
                                                                    std::uint64_t size) const {
+    return segment_bytes(vaddr, size, false);
+}
+
+std::optional<std::span<const std::uint8_t>> ElfFile::read_only_bytes(std::uint64_t vaddr,
+                                                                      std::uint64_t size) const {
+    return segment_bytes(vaddr, size, true);
+}
+
+std::optional<std::span<const std::uint8_t>>
+ElfFile::segment_bytes(std::uint64_t vaddr, std::uint64_t size, bool read_only) const {
     const auto image = impl_->bytes();
     for (const auto& seg : load_segments()) {
+        if (read_only && (seg.flags & PF_W) != 0) continue;
         if (vaddr < seg.vaddr || vaddr - seg.vaddr > seg.filesz) continue;
         const std::uint64_t in_segment = vaddr - seg.vaddr;
         if (size > seg.filesz - in_segment) continue;

@@ -15,11 +15,14 @@
 //  - Control flow: fall-through, direct jumps and conditional branches
 //    inside the function; a call returns to the next instruction unless its
 //    target never returns (CodeFacts::never_returns); `ret`, a
-//    jump out of the function (a tail call) and an indirect jump end a path.
-//    Code no path reaches (jump-table cases, exception landing pads) starts
-//    from the meet of the states at the function's indirect jumps and, where
-//    the file may have landing pads (CodeFacts), its calls: the only places
-//    such code is entered from.
+//    jump out of the function (a tail call) and an indirect jump end a path,
+//    but for an x86-64 switch's jump whose table is read (its bound from the
+//    range check before it, its case offsets from a read-only segment:
+//    x86_64_switch_table.hpp), which goes to its cases.
+//    Code no path reaches (other jump-table cases, exception landing pads)
+//    starts from the meet of the states at the function's other indirect
+//    jumps and, where the file may have landing pads (CodeFacts), its calls:
+//    the only places such code is entered from.
 //  - The stack pointer: pushes, pops, `sub`/`add`/`lea` of constants, `mov
 //    rsp, rbp` and `leave` with a known frame pointer; anything else makes it
 //    unknown. Where it is unknown but only lowered since it was known (a
@@ -99,6 +102,11 @@ template <class TablePtr> RowAt rows_from(TablePtr table) {
     };
 }
 
+// The module's bytes at link-time [vaddr, vaddr + size), if it has them all
+// (elf::ElfFile::loaded_bytes). The bytes must live as long as the ModuleRules.
+using CodeAt = std::function<std::optional<std::span<const std::uint8_t>>(std::uint64_t vaddr,
+                                                                          std::uint64_t size)>;
+
 struct Limits {
     std::uint64_t max_bytes = 1U << 20;  // code per function
     std::uint64_t max_visits = 4U << 20; // instruction visits in the pass
@@ -141,6 +149,13 @@ struct CodeFacts {
     // call each holds its caller's value only where it was restored from
     // a slot.
     std::vector<std::uint16_t> call_clobbered;
+    // The file's bytes at link-time [vaddr, vaddr + size) where the program
+    // cannot change them: in a segment without write permission, in a file
+    // without text relocations (module_facts()). The analysis reads a
+    // switch's table of case offsets there, so that the jump goes to its
+    // cases only (x86-64: x86_64_switch_table.hpp). Unset, or nullopt: not
+    // known, and the jump is taken to enter any code no path reaches.
+    CodeAt read_only_data;
 };
 
 // How far the pass got, per function.
@@ -149,6 +164,7 @@ struct Stats {
     std::uint32_t unreached = 0;        // seeded from the body's states (no path reached them)
     std::uint32_t undecoded_bytes = 0;  // after the first byte Capstone could not decode
     std::uint32_t anchor_conflicts = 0; // instructions whose SFrame row disagreed with the count
+    std::uint32_t switch_tables = 0;    // indirect jumps whose cases were read from their table
     std::uint64_t visits = 0;
 };
 
@@ -156,8 +172,9 @@ struct Stats {
 // function other rules, so that what was made from them and kept (the LLDB
 // plugin's debug files) is made again. 2: Swift's call-clobbered registers,
 // a switch's cases that branches reach too, AArch64 structure loads, and
-// the paths into undecoded code and the returns of 2026-12-01.
-inline constexpr int analysis_version = 2;
+// the paths into undecoded code and the returns of 2026-12-01. 3: x86-64
+// switch tables read.
+inline constexpr int analysis_version = 3;
 
 // Whether the analysis reads this ABI's code: the one place that says which
 // architectures have callee-saved rules (every consumer asks it).

@@ -23,11 +23,6 @@
 
 namespace sfunwind::callee_saved {
 
-// The module's bytes at link-time [vaddr, vaddr + size), if it has them all
-// (elf::ElfFile::loaded_bytes). The bytes must live as long as the ModuleRules.
-using CodeAt = std::function<std::optional<std::span<const std::uint8_t>>(std::uint64_t vaddr,
-                                                                          std::uint64_t size)>;
-
 class ModuleRules {
   public:
     static constexpr std::size_t default_max_functions = 4096;
@@ -93,12 +88,19 @@ template <class File> bool holds_swift_code(const File& file) {
 // without it no call has a landing pad), then each function's call sites
 // from its .eh_frame FDE's LSDA where it has one (ElfFile's
 // exception_call_sites(), read at the first use; `file` must outlive the
-// facts), which call targets never return or do (add_call_facts()), and
-// which callee-saved registers calls may change (Swift code).
+// facts), which call targets never return or do (add_call_facts()),
+// which callee-saved registers calls may change (Swift code), and where its
+// bytes cannot change (switch tables): its read-only segments, unless its
+// dynamic section asks for text relocations, or it has no section headers
+// to find that section by.
 template <class File>
 CodeFacts module_facts(const File& file, const Abi& abi, CodeAt code, RowAt rows) {
     CodeFacts facts;
     facts.landing_pads = file.has_section(".gcc_except_table");
+    if (!file.sections().empty() && !file.dynamic_info().text_relocations)
+        facts.read_only_data = [&file](std::uint64_t vaddr, std::uint64_t size) {
+            return file.read_only_bytes(vaddr, size);
+        };
     if (holds_swift_code(file)) {
         const auto swift = swift_call_clobbered(abi);
         facts.call_clobbered.assign(swift.begin(), swift.end());

@@ -76,6 +76,10 @@ struct DynamicInfo {
     std::string runpath;
     std::string rpath;
     std::uint64_t flags_1 = 0;
+    // DT_TEXTREL, or DF_TEXTREL in DT_FLAGS: the dynamic loader may write
+    // into segments without write permission, whose bytes in memory then
+    // differ from the file's.
+    bool text_relocations = false;
 };
 
 struct Symbol {
@@ -172,6 +176,12 @@ class ElfFile {
     // PT_LOAD segment whose file part holds them all; nullopt otherwise.
     std::optional<std::span<const std::uint8_t>> loaded_bytes(std::uint64_t vaddr,
                                                               std::uint64_t size) const;
+    // The same from a PT_LOAD segment without write permission (PF_W): bytes
+    // the program cannot change, and that the dynamic loader leaves as the
+    // file has them unless the file has text relocations
+    // (DynamicInfo::text_relocations).
+    std::optional<std::span<const std::uint8_t>> read_only_bytes(std::uint64_t vaddr,
+                                                                 std::uint64_t size) const;
     // Bytes of a named section, if present (e.g. ".eh_frame").
     std::optional<std::span<const std::uint8_t>> section_bytes(const std::string& name) const;
     // The same for a section of this file (from sections() or section()).
@@ -192,6 +202,8 @@ class ElfFile {
   private:
     struct Impl;
     explicit ElfFile(std::unique_ptr<Impl> impl);
+    std::optional<std::span<const std::uint8_t>>
+    segment_bytes(std::uint64_t vaddr, std::uint64_t size, bool read_only) const;
     std::unique_ptr<Impl> impl_;
 };
 
