@@ -9,6 +9,9 @@
 //             next row's (rows in input order; offsets past the code ignored)
 //   then      the code, at code_vaddr
 //
+// The input's own bytes are the file's read-only data (CodeFacts), where a
+// switch's table may be read (x86_64_switch_table.hpp).
+//
 // Properties: the analysis ends (Errc::Unsupported past its limits is the
 // only error), stays within its visit limit, gives only "same value", a CFA
 // slot or unknown, nothing outside the code, and keeps a rule table no larger
@@ -82,9 +85,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 "the memo does not change whether Capstone decodes");
         require(plain == remembered, "the memo gives the instructions Capstone decodes");
     }
-    auto f = callee_saved::FunctionRules::analyse(abi, code_vaddr, code, row_at);
+    callee_saved::CodeFacts facts;
+    facts.read_only_data = [&](std::uint64_t vaddr,
+                               std::uint64_t n) -> std::optional<std::span<const std::uint8_t>> {
+        if (vaddr < code_vaddr || vaddr - code_vaddr > code.size() ||
+            n > code.size() - (vaddr - code_vaddr))
+            return std::nullopt;
+        return code.subspan(vaddr - code_vaddr, n);
+    };
+    auto f = callee_saved::FunctionRules::analyse(abi, code_vaddr, code, row_at, {}, facts);
     static callee_saved::Analyser analyser;
-    auto remembered = analyser.analyse(abi, code_vaddr, code, row_at);
+    auto remembered = analyser.analyse(abi, code_vaddr, code, row_at, {}, facts);
     require(f.has_value() == remembered.has_value(), "the memo does not change the outcome");
     if (!f) {
         require(f.error().code() == Errc::Unsupported, "only a limit makes the analysis fail",

@@ -151,6 +151,19 @@ def callee_saved_seeds(elf, corpus, abi_index, entry_cfa):
         corpus.add(bytes([1 + 17 * abi_index, 0, 0, entry_cfa // 8]) + code[value - base:value - base + size])
 
 
+def switch_table_seed(corpus):
+    """A fuzz_callee_saved input whose switch table the analysis reads
+    (x86_64_switch_table.hpp): tests/unit/test_callee_saved.cpp's switch,
+    its table of two offsets right after the code (the fuzzer gives its
+    input's bytes as the read-only data)."""
+    code = bytes([0x53, 0x48, 0x83, 0xec, 0x10, 0x85, 0xf6, 0x74, 0x21, 0x83, 0xff, 0x01, 0x77,
+                  0x1e, 0x89, 0xf8, 0x48, 0x8d, 0x0d, 0x1b, 0x00, 0x00, 0x00, 0x48, 0x89, 0xf3,
+                  0x48, 0x63, 0x04, 0x81, 0x48, 0x01, 0xc8, 0xff, 0xe0, 0xb8, 0x01, 0x00, 0x00,
+                  0x00, 0xeb, 0x02, 0x31, 0xc0, 0x48, 0x83, 0xc4, 0x10, 0x5b, 0xc3])
+    table = struct.pack("<ii", 0x23 - len(code), 0x2c - len(code))
+    corpus.add(bytes([1, 0, 0, 1]) + code + table)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", type=pathlib.Path, required=True)
@@ -187,6 +200,8 @@ def main():
             corpora["fuzz_elf"].add(data)
             if elf.section(".eh_frame") or elf.section(".debug_frame"):
                 corpora["fuzz_convert"].add(data)
+
+    switch_table_seed(corpora["fuzz_callee_saved"])
 
     for section in sections:
         corpora["fuzz_section"].add(section)
