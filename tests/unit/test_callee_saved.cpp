@@ -1125,6 +1125,27 @@ TEST_CASE("callee-saved: a switch's table gives its jump's cases", "[callee_save
         CHECK(g.stats().switch_tables == 1);
         CHECK(g.at(0x702a, rbx) == RegRule::same_value(RegRule::Source::Fre));
     }
+    SECTION("an instruction whose register writes Capstone may not list ends the run") {
+        // xlatb (al = [rbx + al]; Capstone 4 lists no write) where the mov
+        // to rbx was: eax is no longer the bounded index.
+        code[0x17] = 0xd7;
+        code[0x18] = 0x90;
+        code[0x19] = 0x90;
+        CHECK(analyse().stats().switch_tables == 0);
+    }
+    SECTION("movsxd without REX.W loads 32 bits: not a table's entry") {
+        code[0x1a] = 0x40;
+        CHECK(analyse().stats().switch_tables == 0);
+    }
+    SECTION("a call into the run is an entry past the range check") {
+        // call 0x701a (the movsxd) in place of c0's mov eax, 1.
+        code[0x23] = 0xe8;
+        const std::int32_t rel = 0x701a - 0x7028;
+        for (int i = 0; i < 4; ++i)
+            code[0x24 + static_cast<std::size_t>(i)] =
+                static_cast<std::uint8_t>(static_cast<std::uint32_t>(rel) >> (8 * i));
+        CHECK(analyse().stats().switch_tables == 0);
+    }
     SECTION("jae bounds one entry less") {
         table[4] = 0x24;
         code[12] = 0x73; // jae out: cases 0 only
@@ -1181,6 +1202,32 @@ TEST_CASE("callee-saved: Swift code is told by its swift5_ metadata sections", "
     CHECK_FALSE(callee_saved::holds_swift_code(SectionList{{{".text"}, {".swift_ast"}}}));
     CHECK(swift_call_clobbered(abi_amd64()).size() == 3);
     CHECK(swift_call_clobbered(abi_ppc64(ByteOrder::Little)).empty());
+}
+
+// A switch's table is read from the file's read-only segments only
+// (module_facts(), ElfFile::read_only_bytes): .rodata, not .data.
+TEST_CASE("callee-saved: a module's read-only data is its segments without write permission",
+          "[callee_saved][fixtures]") {
+    auto file = elf::ElfFile::open(
+        (test::source_dir() / "tests" / "fixtures" / "large" / "sqlite3-gas-2.47").string());
+    REQUIRE(file);
+    const auto dynamic = file->dynamic_info();
+    CHECK(dynamic.read);
+    CHECK_FALSE(dynamic.text_relocations);
+    const auto* rodata = file->section(".rodata");
+    const auto* data = file->section(".data");
+    REQUIRE(rodata != nullptr);
+    REQUIRE(data != nullptr);
+    const callee_saved::CodeFacts facts = callee_saved::module_facts(
+        *file, abi_amd64(),
+        [&](std::uint64_t v, std::uint64_t n) { return file->loaded_bytes(v, n); },
+        callee_saved::RowAt{});
+    REQUIRE(facts.read_only_data);
+    const auto bytes = facts.read_only_data(rodata->vaddr, 16);
+    REQUIRE(bytes);
+    CHECK(std::equal(bytes->begin(), bytes->end(), file->section_bytes(*rodata)->begin()));
+    CHECK_FALSE(facts.read_only_data(data->vaddr, 8));
+    CHECK(file->loaded_bytes(data->vaddr, 8)); // loaded, but writable
 }
 
 TEST_CASE("callee-saved: modules sharing one Analyser get the rules each gets alone",

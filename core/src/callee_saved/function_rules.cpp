@@ -564,12 +564,11 @@ constexpr std::uint32_t no_pad = std::numeric_limits<std::uint32_t>::max();
 // (x86_64_switch_table.hpp) into scratch.switch_of, case_first and cases;
 // returns how many. `pad_of`: each call's landing pad (empty: not known).
 // A switch is read only where the run before its jump holds no place the
-// code may be entered at: the function's start, a branch target, a landing
-// pad, and the cases of the switches read (a switch whose run holds
-// another's case is not read, and its cases are then no longer entries:
-// repeated until none is dropped). A case inside the function where no
-// decoded instruction starts leaves its switch unread; one outside (a
-// `.cold` part) is no edge, as a jump out of the function.
+// code may be entered at: the function's start, a branch or call target, a
+// landing pad, and every table's cases (of any jump whose table reads, kept
+// or not). A case inside the function where no decoded instruction starts
+// leaves its switch unread; one outside (a `.cold` part) is no edge, as a
+// jump out of the function.
 std::uint32_t read_switches(const Pass& p, std::span<const std::uint32_t> pad_of,
                             AnalysisScratch& scratch) {
     scratch.switch_of.clear();
@@ -585,14 +584,16 @@ std::uint32_t read_switches(const Pass& p, std::span<const std::uint32_t> pad_of
     entries[0] = 1;
     for (std::size_t k = 0; k < insns.size(); ++k) {
         const Instruction& in = insns[k];
-        if ((in.flow == Flow::Jump || in.flow == Flow::Branch) && in.target >= p.start &&
-            in.target - p.start < p.size)
+        const bool inward = in.flow == Flow::Jump || in.flow == Flow::Branch ||
+                            (in.flow == Flow::Call && in.direct_call);
+        if (inward && in.target >= p.start && in.target - p.start < p.size)
             if (auto t = p.target_of(in.target)) entries[*t] = 1;
         if (!pad_of.empty() && pad_of[k] != no_pad) entries[pad_of[k]] = 1;
     }
     struct Read {
         std::size_t jump = 0;
         std::size_t first = 0;
+        bool whole = true; // every case in the function starts an instruction
         std::vector<std::uint32_t> cases;
     };
     std::vector<Read> read;
@@ -601,33 +602,27 @@ std::uint32_t read_switches(const Pass& p, std::span<const std::uint32_t> pad_of
         auto found = detail::x86_64_switch_cases(p.decoded, p.bytes, p.start, k, entries,
                                                  p.facts.read_only_data);
         if (!found) continue;
-        Read r{k, found->first, {}};
-        bool whole = true;
+        Read r{k, found->first, true, {}};
         for (const std::uint64_t target : found->targets) {
             if (target < p.start || target - p.start >= p.size) continue;
-            const auto t = p.target_of(target);
-            if (!t) {
-                whole = false;
-                break;
-            }
-            r.cases.push_back(static_cast<std::uint32_t>(*t));
+            if (const auto t = p.target_of(target))
+                r.cases.push_back(static_cast<std::uint32_t>(*t));
+            else
+                r.whole = false;
         }
-        if (whole) read.push_back(std::move(r));
+        read.push_back(std::move(r));
     }
+    // A case inside another switch's run enters it past its range check.
     std::vector<std::uint8_t>& is_case = scratch.is_case;
-    for (bool dropped = true; dropped && !read.empty();) {
-        is_case.assign(insns.size(), 0);
-        for (const Read& r : read)
-            for (const std::uint32_t c : r.cases)
-                is_case[c] = 1;
-        const auto before = read.size();
-        std::erase_if(read, [&](const Read& r) {
-            return std::any_of(is_case.begin() + static_cast<std::ptrdiff_t>(r.first) + 1,
-                               is_case.begin() + static_cast<std::ptrdiff_t>(r.jump) + 1,
-                               [](std::uint8_t c) { return c != 0; });
-        });
-        dropped = read.size() != before;
-    }
+    is_case.assign(insns.size(), 0);
+    for (const Read& r : read)
+        for (const std::uint32_t c : r.cases)
+            is_case[c] = 1;
+    std::erase_if(read, [&](const Read& r) {
+        return !r.whole || std::any_of(is_case.begin() + static_cast<std::ptrdiff_t>(r.first) + 1,
+                                       is_case.begin() + static_cast<std::ptrdiff_t>(r.jump) + 1,
+                                       [](std::uint8_t c) { return c != 0; });
+    });
     if (read.empty()) return 0;
     scratch.switch_of.assign(insns.size(), no_switch);
     for (const Read& r : read) {

@@ -103,12 +103,6 @@ std::optional<std::uint16_t> dwarf_gpr(unsigned reg) {
     }
 }
 
-namespace {
-
-constexpr std::uint16_t dwarf_rbp = 6;
-constexpr std::uint16_t dwarf_rsp = 7;
-constexpr std::uint16_t all_gprs = 0xffff;
-
 bool is_full(unsigned reg) {
     switch (reg) {
     case X86_REG_RAX:
@@ -132,6 +126,12 @@ bool is_full(unsigned reg) {
         return false;
     }
 }
+
+namespace {
+
+constexpr std::uint16_t dwarf_rbp = 6;
+constexpr std::uint16_t dwarf_rsp = 7;
+constexpr std::uint16_t all_gprs = 0xffff;
 
 // An instruction's saves and loads (x86-64 moves one register at most).
 struct Accesses {

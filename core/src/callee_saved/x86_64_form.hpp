@@ -58,6 +58,9 @@ std::optional<X86Form> x86_form_at(std::uint64_t address, std::span<const std::u
 // of its parts (Capstone's x86_reg); nullopt for other registers.
 std::optional<std::uint16_t> dwarf_gpr(unsigned reg);
 
+// Whether `reg` is a whole 64-bit general register (rax-r15, not rip).
+bool is_full(unsigned reg);
+
 // Appends the instruction of `form` at `address` to `out`, with the saves and
 // loads of the registers `tracked` (DWARF numbers) it makes.
 void reduce_x86_64(const X86Form& form, std::uint64_t address,

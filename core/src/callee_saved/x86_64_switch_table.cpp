@@ -54,6 +54,121 @@ Value zero_extended(const Value& v, unsigned bits) {
     return {};
 }
 
+// Instructions whose only register writes are their explicit operands and
+// the flags, which Capstone 4's access lists give (Instruction::gpr_written):
+// those lists miss some implicit writes (cmpxchg's rax, syscall's rcx and
+// r11, xlat's al, enter's rbp), so any other instruction ends the run.
+bool writes_operands_only(const X86Form& x) {
+    switch (x.id) {
+    case X86_INS_IMUL:
+        // The one-operand form writes rdx:rax.
+        return x.op_count >= 2;
+    case X86_INS_MOV:
+    case X86_INS_MOVABS:
+    case X86_INS_MOVZX:
+    case X86_INS_MOVSX:
+    case X86_INS_MOVSXD:
+    case X86_INS_LEA:
+    case X86_INS_ADD:
+    case X86_INS_SUB:
+    case X86_INS_AND:
+    case X86_INS_OR:
+    case X86_INS_XOR:
+    case X86_INS_CMP:
+    case X86_INS_TEST:
+    case X86_INS_SHL:
+    case X86_INS_SHR:
+    case X86_INS_SAR:
+    case X86_INS_INC:
+    case X86_INS_DEC:
+    case X86_INS_NEG:
+    case X86_INS_NOT:
+    case X86_INS_PUSH:
+    case X86_INS_POP:
+    case X86_INS_ROL:
+    case X86_INS_ROR:
+    case X86_INS_BSWAP:
+    case X86_INS_NOP:
+    case X86_INS_ENDBR64:
+    case X86_INS_SETA:
+    case X86_INS_SETAE:
+    case X86_INS_SETB:
+    case X86_INS_SETBE:
+    case X86_INS_SETE:
+    case X86_INS_SETNE:
+    case X86_INS_SETG:
+    case X86_INS_SETGE:
+    case X86_INS_SETL:
+    case X86_INS_SETLE:
+    case X86_INS_SETS:
+    case X86_INS_SETNS:
+    case X86_INS_CMOVA:
+    case X86_INS_CMOVAE:
+    case X86_INS_CMOVB:
+    case X86_INS_CMOVBE:
+    case X86_INS_CMOVE:
+    case X86_INS_CMOVNE:
+    case X86_INS_CMOVG:
+    case X86_INS_CMOVGE:
+    case X86_INS_CMOVL:
+    case X86_INS_CMOVLE:
+    case X86_INS_CMOVS:
+    case X86_INS_CMOVNS:
+    // SSE and AVX moves and logic, on vector registers and memory (movd
+    // and movq to a general register name it as their destination).
+    case X86_INS_MOVAPS:
+    case X86_INS_MOVAPD:
+    case X86_INS_MOVUPS:
+    case X86_INS_MOVUPD:
+    case X86_INS_MOVDQA:
+    case X86_INS_MOVDQU:
+    case X86_INS_MOVD:
+    case X86_INS_MOVQ:
+    case X86_INS_MOVSD:
+    case X86_INS_MOVSS:
+    case X86_INS_MOVHPS:
+    case X86_INS_MOVLPS:
+    case X86_INS_PXOR:
+    case X86_INS_XORPS:
+    case X86_INS_XORPD:
+    case X86_INS_PUNPCKLQDQ:
+    case X86_INS_VMOVAPS:
+    case X86_INS_VMOVUPS:
+    case X86_INS_VMOVDQA:
+    case X86_INS_VMOVDQU:
+    case X86_INS_VPXOR:
+    case X86_INS_VXORPS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+// Conditional branches that write no register: loop and jrcxz write or
+// test rcx.
+bool plain_branch(unsigned id) {
+    switch (id) {
+    case X86_INS_LOOP:
+    case X86_INS_LOOPE:
+    case X86_INS_LOOPNE:
+    case X86_INS_JCXZ:
+    case X86_INS_JECXZ:
+    case X86_INS_JRCXZ:
+        return false;
+    default:
+        return true;
+    }
+}
+
+// Whether `encoding` is `movsxd r64, m32` as the run reads it: REX.W (Intel
+// SDM vol. 2A, section 2.2.1.2) right before opcode 63, with no prefix
+// before it (an address-size prefix would make the base and index 32-bit
+// registers). Capstone 4 gives 63 without REX.W as a 64-bit move too, where
+// the processor writes 32 bits.
+bool movsxd_64(std::span<const std::uint8_t> encoding) {
+    return encoding.size() >= 3 && (encoding[0] & 0xf8U) == 0x48U && encoding[1] == 0x63;
+}
+
 bool has_bit(std::uint16_t mask, unsigned n) {
     return ((static_cast<unsigned>(mask) >> n) & 1U) != 0;
 }
@@ -62,15 +177,18 @@ class Run {
   public:
     explicit Run(std::uint16_t narrowed) : narrowed_(narrowed) {}
 
-    // The instruction `in`, whose form is `x`: false where the run cannot
-    // reach the jump through it (a call, a return, another jump).
-    bool step(const Instruction& in, const X86Form& x) {
+    // The instruction `in`, whose form is `x` and whose bytes are
+    // `encoding`: false where the run cannot reach the jump through it (a
+    // call, a return, another jump) or follows no value through it (an
+    // instruction that may write a register its access lists do not name).
+    bool step(const Instruction& in, const X86Form& x, std::span<const std::uint8_t> encoding) {
         const auto bound = pending_;
         pending_.reset();
         if (in.flow == Flow::Call || in.flow == Flow::Stop || in.flow == Flow::Jump ||
-            in.flow == Flow::Indirect)
+            in.flow == Flow::Indirect || !x.regs_known)
             return false;
         if (in.flow == Flow::Branch) {
+            if (!plain_branch(x.id)) return false;
             // The path that stays falls through: after `cmp $N, r; ja`, r <= N
             // there (jae: r < N).
             if (bound && (x.id == X86_INS_JA || (x.id == X86_INS_JAE && bound->max > 0))) {
@@ -83,7 +201,8 @@ class Run {
             }
             return true;
         }
-        if (known(x)) return true;
+        if (in.flow != Flow::Next || !writes_operands_only(x)) return false;
+        if (known(x, encoding)) return true;
         // Any other write: the registers it writes are no longer followed.
         for (unsigned r = 0; r < regs_.size(); ++r)
             if (has_bit(in.gpr_written, r)) regs_[r] = Value{};
@@ -120,7 +239,7 @@ class Run {
 
     // The instructions the run follows values through: true when `x` is one
     // of them and its effect is taken.
-    bool known(const X86Form& x) {
+    bool known(const X86Form& x, std::span<const std::uint8_t> encoding) {
         const bool two = x.op_count == 2;
         const X86Operand& dst = x.operands[0];
         const X86Operand& src = x.operands[1];
@@ -164,7 +283,7 @@ class Run {
             // movslq (base, index, 4), r64: the entry.
             if (!two || width_of(dst) != 64 || src.type != X86_OP_MEM || src.size != 4 ||
                 src.scale != 4 || src.value != 0 || src.segment != X86_REG_INVALID ||
-                !dwarf_gpr(src.reg) || !dwarf_gpr(src.index))
+                !is_full(src.reg) || !is_full(src.index) || !movsxd_64(encoding))
                 return false;
             const Value& base = regs_[*dwarf_gpr(src.reg)];
             const Value& index = regs_[*dwarf_gpr(src.index)];
@@ -229,7 +348,8 @@ std::optional<SwitchCases> x86_64_switch_cases(const Code& decoded,
         const auto x = form_of(k);
         if (!x) return std::nullopt;
         run.address_ = insns[k].address;
-        if (!run.step(insns[k], *x)) return std::nullopt;
+        if (!run.step(insns[k], *x, code.subspan(insns[k].address - start, insns[k].size)))
+            return std::nullopt;
     }
     const auto x = form_of(jump);
     if (!x) return std::nullopt;

@@ -26,12 +26,16 @@
 // N), made a whole 64-bit value by a zero-extension (a 32-bit register write
 // zeroes the upper half: Intel SDM vol. 1, section 3.4.1.1), the table's
 // address by a RIP-relative `lea`, the entry loaded with that base, that
-// index and a scale of 4, and the base added to it. Any other write to one
-// of those registers (Capstone's register access lists), a call, a return or
-// another jump on the way ends the reading. The table must lie where the
-// program cannot change it (CodeFacts::read_only_data). Where any of this is
-// not seen, there is no answer, and the analysis takes the jump as one whose
-// targets are not known.
+// index and a scale of 4 (`movsxd` with REX.W and 64-bit registers), and
+// the base added to it. Any other write to one of those registers
+// (Capstone's register access lists) loses its value; an instruction whose
+// writes those lists may miss (outside a list of those that write only
+// their operands: Capstone 4 does not list cmpxchg's rax, syscall's rcx,
+// xlat's al), a call, a return or another jump on the way ends the reading.
+// The table must lie where the program cannot change it
+// (CodeFacts::read_only_data). Where any of this is not seen, there is no
+// answer, and the analysis takes the jump as one whose targets are not
+// known.
 #pragma once
 
 #include "instruction.hpp"
@@ -60,7 +64,9 @@ inline constexpr std::uint64_t max_switch_cases = 1U << 16;
 // The cases of the indirect jump `decoded.instructions[jump]`, of the
 // function whose code `code` starts at `start`, when it ends the sequence
 // above. entries[k] != 0: instruction k may be entered from other than the
-// instruction before it.
+// instruction before it (a branch or call target, a landing pad, the
+// function's start); the caller also checks that no table's case lies in
+// the run (SwitchCases::first).
 std::optional<SwitchCases> x86_64_switch_cases(const Code& decoded,
                                                std::span<const std::uint8_t> code,
                                                std::uint64_t start, std::size_t jump,

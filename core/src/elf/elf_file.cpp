@@ -652,6 +652,7 @@ DynamicInfo ElfFile::dynamic_info() const {
         const std::size_t entry = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
         if (data == nullptr || entry == 0) continue;
         const std::size_t n = data->d_size / entry;
+        d.read = true;
         for (std::size_t i = 0;
              i < n && i <= static_cast<std::size_t>(std::numeric_limits<int>::max()); ++i) {
             GElf_Dyn dyn;

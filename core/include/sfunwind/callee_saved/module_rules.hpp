@@ -12,6 +12,7 @@
 #include "sfunwind/unwind/row_source.hpp"
 #include "sfunwind/unwind/step.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -22,6 +23,10 @@
 #include <vector>
 
 namespace sfunwind::callee_saved {
+
+// PT_DYNAMIC (gABI, "Program Header"): here so that this header needs no
+// <elf.h>.
+inline constexpr std::uint32_t pt_dynamic = 2;
 
 class ModuleRules {
   public:
@@ -91,13 +96,17 @@ template <class File> bool holds_swift_code(const File& file) {
 // facts), which call targets never return or do (add_call_facts()),
 // which callee-saved registers calls may change (Swift code), and where its
 // bytes cannot change (switch tables): its read-only segments, unless its
-// dynamic section asks for text relocations, or it has no section headers
-// to find that section by.
+// dynamic section asks for text relocations, or it has a PT_DYNAMIC segment
+// but no dynamic section that could be read to tell.
 template <class File>
 CodeFacts module_facts(const File& file, const Abi& abi, CodeAt code, RowAt rows) {
     CodeFacts facts;
     facts.landing_pads = file.has_section(".gcc_except_table");
-    if (!file.sections().empty() && !file.dynamic_info().text_relocations)
+    const auto dynamic = file.dynamic_info();
+    const bool has_dynamic =
+        std::any_of(file.program_headers().begin(), file.program_headers().end(),
+                    [](const auto& ph) { return ph.type == pt_dynamic; });
+    if (!dynamic.text_relocations && (dynamic.read || !has_dynamic))
         facts.read_only_data = [&file](std::uint64_t vaddr, std::uint64_t size) {
             return file.read_only_bytes(vaddr, size);
         };

@@ -80,6 +80,10 @@ struct DynamicInfo {
     // into segments without write permission, whose bytes in memory then
     // differ from the file's.
     bool text_relocations = false;
+    // A dynamic section (SHT_DYNAMIC, with its string table) was read: where
+    // the file has a PT_DYNAMIC segment and this is false, none of the
+    // above is known.
+    bool read = false;
 };
 
 struct Symbol {
