@@ -567,8 +567,9 @@ constexpr std::uint32_t no_pad = std::numeric_limits<std::uint32_t>::max();
 // code may be entered at: the function's start, a branch or call target, a
 // landing pad, and every table's cases (of any jump whose table reads, kept
 // or not). A case inside the function where no decoded instruction starts
-// leaves its switch unread; one outside (a `.cold` part) is no edge, as a
-// jump out of the function.
+// (code read two ways, or a table misread) leaves every switch of the
+// function unread; one outside (a `.cold` part) is no edge, as a jump out
+// of the function.
 std::uint32_t read_switches(const Pass& p, std::span<const std::uint32_t> pad_of,
                             AnalysisScratch& scratch) {
     scratch.switch_of.clear();
@@ -593,7 +594,7 @@ std::uint32_t read_switches(const Pass& p, std::span<const std::uint32_t> pad_of
     struct Read {
         std::size_t jump = 0;
         std::size_t first = 0;
-        bool whole = true; // every case in the function starts an instruction
+        bool whole = true; // every case inside the function starts an instruction
         std::vector<std::uint32_t> cases;
     };
     std::vector<Read> read;
@@ -612,6 +613,7 @@ std::uint32_t read_switches(const Pass& p, std::span<const std::uint32_t> pad_of
         }
         read.push_back(std::move(r));
     }
+    if (std::any_of(read.begin(), read.end(), [](const Read& r) { return !r.whole; })) return 0;
     // A case inside another switch's run enters it past its range check.
     std::vector<std::uint8_t>& is_case = scratch.is_case;
     is_case.assign(insns.size(), 0);
@@ -619,9 +621,9 @@ std::uint32_t read_switches(const Pass& p, std::span<const std::uint32_t> pad_of
         for (const std::uint32_t c : r.cases)
             is_case[c] = 1;
     std::erase_if(read, [&](const Read& r) {
-        return !r.whole || std::any_of(is_case.begin() + static_cast<std::ptrdiff_t>(r.first) + 1,
-                                       is_case.begin() + static_cast<std::ptrdiff_t>(r.jump) + 1,
-                                       [](std::uint8_t c) { return c != 0; });
+        return std::any_of(is_case.begin() + static_cast<std::ptrdiff_t>(r.first) + 1,
+                           is_case.begin() + static_cast<std::ptrdiff_t>(r.jump) + 1,
+                           [](std::uint8_t c) { return c != 0; });
     });
     if (read.empty()) return 0;
     scratch.switch_of.assign(insns.size(), no_switch);
