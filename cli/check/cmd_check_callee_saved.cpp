@@ -41,9 +41,10 @@ void print_text(const sfunwind::check::CalleeSavedReport& r, bool details) {
     std::printf("  coverage (equal + equivalent) / compared: %.2f%%\n",
                 percent(c.equal + c.equivalent, c.compared));
     std::printf("  functions declined: %llu; code seeded from the body's state: %llu regions; "
-                "SFrame rows that disagreed with the count: %llu\n",
+                "switch tables read: %llu; SFrame rows that disagreed with the count: %llu\n",
                 static_cast<unsigned long long>(r.declined_total),
                 static_cast<unsigned long long>(r.unreached_seeds),
+                static_cast<unsigned long long>(r.switch_tables),
                 static_cast<unsigned long long>(r.anchor_conflicts));
     std::printf("  rule tables: %llu bytes (%.1f per function)\n",
                 static_cast<unsigned long long>(r.memory_bytes),
@@ -77,6 +78,7 @@ nlohmann::json to_json(const sfunwind::check::CalleeSavedReport& r) {
     j["coverage_percent"] = percent(c.equal + c.equivalent, c.compared);
     j["declined"] = r.declined_total;
     j["unreached_seeds"] = r.unreached_seeds;
+    j["switch_tables"] = r.switch_tables;
     j["anchor_conflicts"] = r.anchor_conflicts;
     j["memory_bytes"] = r.memory_bytes;
     auto& wrong = j["wrong_pairs"] = nlohmann::json::array();

@@ -70,6 +70,7 @@ Expected<CalleeSavedReport> check_callee_saved(const elf::ElfFile& file,
         }
         ++report.functions;
         report.unreached_seeds += rules->stats().unreached;
+        report.switch_tables += rules->stats().switch_tables;
         report.anchor_conflicts += rules->stats().anchor_conflicts;
         report.memory_bytes += rules->memory_bytes();
         report.largest_function_bytes =

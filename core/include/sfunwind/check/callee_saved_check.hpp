@@ -71,6 +71,7 @@ struct CalleeSavedReport {
     std::vector<CalleeSavedDeclined> declined; // the first `max_listed`
     std::uint64_t declined_total = 0;
     std::uint64_t unreached_seeds = 0;  // code regions seeded from the body's state
+    std::uint64_t switch_tables = 0;    // indirect jumps whose cases were read from their table
     std::uint64_t anchor_conflicts = 0; // instructions whose SFrame row disagreed with the count
     std::uint64_t memory_bytes = 0;     // the analyses' rule tables, all functions
     std::uint64_t largest_function_bytes = 0;
