@@ -202,7 +202,7 @@ class Run {
             return true;
         }
         if (in.flow != Flow::Next || !writes_operands_only(x)) return false;
-        if (known(x, encoding)) return true;
+        if (known(x, in.address, encoding)) return true;
         // Any other write: the registers it writes are no longer followed.
         for (unsigned r = 0; r < regs_.size(); ++r)
             if (has_bit(in.gpr_written, r)) regs_[r] = Value{};
@@ -237,9 +237,9 @@ class Run {
             static_cast<std::uint16_t>(narrow ? narrowed_ | 1U << r : narrowed_ & ~(1U << r));
     }
 
-    // The instructions the run follows values through: true when `x` is one
-    // of them and its effect is taken.
-    bool known(const X86Form& x, std::span<const std::uint8_t> encoding) {
+    // The instructions the run follows values through: true when `x`, at
+    // `address`, is one of them and its effect is taken.
+    bool known(const X86Form& x, std::uint64_t address, std::span<const std::uint8_t> encoding) {
         const bool two = x.op_count == 2;
         const X86Operand& dst = x.operands[0];
         const X86Operand& src = x.operands[1];
@@ -256,7 +256,7 @@ class Run {
             if (two && width_of(dst) == 64 && src.type == X86_OP_MEM && src.reg == X86_REG_RIP &&
                 src.index == X86_REG_INVALID && src.segment == X86_REG_INVALID) {
                 set(dst, {Value::Kind::Table, 64, 0,
-                          address_ + x.size + static_cast<std::uint64_t>(src.value)});
+                          address + x.size + static_cast<std::uint64_t>(src.value)});
                 return true;
             }
             return false;
@@ -311,10 +311,6 @@ class Run {
         }
     }
 
-  public:
-    std::uint64_t address_ = 0; // of the instruction step() is given
-
-  private:
     std::array<Value, 16> regs_{};
     std::uint16_t narrowed_ = 0; // bit n: register n's value is below 2^32
     std::optional<Bound> pending_;
@@ -347,7 +343,6 @@ std::optional<SwitchCases> x86_64_switch_cases(const Code& decoded,
     for (std::size_t k = first; k < jump; ++k) {
         const auto x = form_of(k);
         if (!x) return std::nullopt;
-        run.address_ = insns[k].address;
         if (!run.step(insns[k], *x, code.subspan(insns[k].address - start, insns[k].size)))
             return std::nullopt;
     }
