@@ -273,7 +273,7 @@ ModuleTable::produced_saved(std::int32_t level, std::uint64_t pc,
 }
 
 void ModuleTable::new_stop() noexcept {
-    chunk_.clear();
+    chunk_.reset();
     callers_.clear();
     latest_caller_.reset();
     topmost_.reset();

@@ -216,11 +216,14 @@ def run(args, res):
         check("%s: row at recurse's entry" % writer, lib.describe(row).startswith("CFA=rsp+8 RA=[CFA-8]"),
               lib.describe(row))
         sp, ret = 0x7FFF0000, rec + 5  # a "return address" inside recurse
-        # The stack is read 4 KiB at a time from 512 bytes below the planned
-        # window (a frame's save slots lie below its CFA); where that fails
-        # (the fake stack holds one word), from 512 bytes below to the
+        # The stack is read in aligned blocks of 4 KiB (the smallest page),
+        # 16 KiB from the block that holds the byte 512 bytes below the
+        # planned window (a frame's save slots lie below its CFA); where that
+        # fails (the fake stack holds one word), the blocks up to the
         # window's end, then the planned window alone.
-        fresh = [(sp - 512, 4096), (sp - 512, 520), (sp, 8)]
+        block = 4096
+        first = (sp - 512) // block * block
+        fresh = [(first, 4 * block), (first, sp + block - first), (sp, 8)]
         lib.new_stop()
         stack.words = {sp: ret}
         stack.reads = []
@@ -230,14 +233,14 @@ def run(args, res):
               and res.func_start == rec and res.fallback_reads == 0 and res.topmost == 1
               and stack.reads == fresh,
               "status %d pc 0x%x sp 0x%x cfa 0x%x reads %s" % (status, res.pc, res.sp, res.cfa, stack.reads))
-        # A stack readable around the window: one read of 4 KiB.
+        # A stack readable around the window: one read of 16 KiB.
         lib.new_stop()
-        stack.words = {a: 0 for a in range(sp - 512, sp - 512 + 4096, 8)}
+        stack.words = {a: 0 for a in range(first, first + 4 * block, 8)}
         stack.words[sp] = ret
         stack.reads = []
         status, res = unwind(lib, rec, sp, 0x1234, 0)
-        check("%s: one read of 4 KiB from 512 bytes below the window" % writer,
-              status == 0 and res.pc == ret and stack.reads == [(sp - 512, 4096)], stack.reads)
+        check("%s: one read of 16 KiB from the block below the window" % writer,
+              status == 0 and res.pc == ret and stack.reads == [(first, 4 * block)], stack.reads)
         # The caller that step produced is served from those bytes.
         stack.reads = []
         lib.unwind_raw(ctypes.addressof(native.Frame(pc=ret, level=1)), ctypes.addressof(native.UnwindResult()))
@@ -248,7 +251,25 @@ def run(args, res):
         stack.reads = []
         status, res = unwind(lib, rec, sp, 0x1234, 0)
         check("%s: a new walk reads the stack anew" % writer,
-              status == 0 and res.pc == ret and stack.reads == [(sp - 512, 4096)], stack.reads)
+              status == 0 and res.pc == ret and stack.reads == [(first, 4 * block)], stack.reads)
+        # The top of the stack's mapping one block above the window's: the
+        # read ahead fails once a stop, and later walks of the stop read
+        # only up to there.
+        lib.new_stop()
+        stack.words = {a: 0 for a in range(first, sp + block, 8)}
+        stack.words[sp] = ret
+        top = [(first, 4 * block), (first, sp + block - first)]
+        reads = []
+        for _ in range(2):
+            stack.reads = []
+            status, res = unwind(lib, rec, sp, 0x1234, 0)
+            reads.append((status, stack.reads))
+        check("%s: at the stack's top, a failed read ahead once a stop" % writer,
+              reads == [(0, top), (0, top[1:])], reads)
+        lib.new_stop()
+        stack.reads = []
+        unwind(lib, rec, sp, 0x1234, 0)
+        check("%s: a new stop reads ahead again" % writer, stack.reads == top, stack.reads)
         lib.new_stop()
         stack.words = {sp: ret}
         status, res = unwind(lib, rec, sp, 0x1234, 0)
