@@ -112,14 +112,14 @@ Status ModuleTable::place(std::int32_t id, std::uint64_t bias) {
     auto& m = modules_[static_cast<std::size_t>(id)];
     m.placed = true;
     m.bias = bias;
-    rebuild();
+    placed_changed_ = true;
     return ok();
 }
 
 Status ModuleTable::unplace(std::int32_t id) {
     if (get(id) == nullptr) return Error(Errc::NotFound, "no module with id " + std::to_string(id));
     modules_[static_cast<std::size_t>(id)].placed = false;
-    rebuild();
+    placed_changed_ = true;
     return ok();
 }
 
@@ -127,51 +127,60 @@ void ModuleTable::reset() {
     // Ids stay unique for the life of the process: closed slots keep no table.
     for (auto& m : modules_)
         m = OpenModule{};
-    rebuild();
+    placed_changed_ = true;
     new_stop();
 }
 
-void ModuleTable::rebuild() {
-    // Sorted once: Python places the modules one call each, so a program's
-    // n libraries rebuild this n times.
-    std::vector<Module> placed;
-    ids_.clear();
-    for (std::size_t i = 0; i < modules_.size(); ++i) {
-        const auto& m = modules_[i];
-        if (!m.placed || !m.is_open() || m.text_end <= m.text_begin) continue;
-        Module mod;
-        mod.name = m.name;
-        mod.bias = m.bias;
-        mod.begin = m.text_begin + m.bias;
-        mod.end = m.text_end + m.bias;
-        mod.rows = m.rows;
-        ids_[table_key(mod)] = static_cast<std::int32_t>(i);
-        placed.push_back(std::move(mod));
+const ModuleSet& ModuleTable::placed() const noexcept {
+    if (!placed_changed_) return placed_;
+    try {
+        std::vector<Module> placed;
+        ids_.clear();
+        for (std::size_t i = 0; i < modules_.size(); ++i) {
+            const auto& m = modules_[i];
+            if (!m.placed || !m.is_open() || m.text_end <= m.text_begin) continue;
+            Module mod;
+            mod.name = m.name;
+            mod.bias = m.bias;
+            mod.begin = m.text_begin + m.bias;
+            mod.end = m.text_end + m.bias;
+            mod.rows = m.rows;
+            ids_[table_key(mod)] = static_cast<std::int32_t>(i);
+            placed.push_back(std::move(mod));
+        }
+        placed_ = ModuleSet(std::move(placed));
+        placed_changed_ = false;
+    } catch (...) {
+        // No memory to index them: no module is placed until a later call
+        // can index them, so frames are declined, never unwound with a
+        // module's bias from before.
+        ids_.clear();
+        placed_.clear();
     }
-    placed_ = ModuleSet(std::move(placed));
+    return placed_;
 }
 
 std::int32_t ModuleTable::module_at(std::uint64_t pc) const noexcept {
-    const Module* m = placed_.find(pc);
+    const Module* m = placed().find(pc);
     if (m == nullptr) return -1;
     auto it = ids_.find(table_key(*m));
     return it == ids_.end() ? -1 : it->second;
 }
 
 const Abi* ModuleTable::abi() const noexcept {
-    const auto& mods = placed_.modules();
+    const auto& mods = placed().modules();
     return mods.empty() ? nullptr : mods.front().abi();
 }
 
 const Abi* ModuleTable::abi_at(std::uint64_t pc) const noexcept {
-    const Module* m = placed_.find(pc);
-    if (m == nullptr && pc != 0)
-        m = placed_.find(FrameAddress::return_address(pc).lookup_address());
+    const ModuleSet& set = placed();
+    const Module* m = set.find(pc);
+    if (m == nullptr && pc != 0) m = set.find(FrameAddress::return_address(pc).lookup_address());
     return m == nullptr ? nullptr : m->abi();
 }
 
 Expected<FoundRow> ModuleTable::lookup(std::uint64_t pc) const {
-    const Module* m = placed_.find(pc);
+    const Module* m = placed().find(pc);
     if (m == nullptr)
         return Error(Errc::NotFound, "no module with SFrame covers " + to_hex(pc), Address{pc});
     auto row = m->lookup(pc - m->bias);

@@ -137,7 +137,10 @@ class ModuleTable {
 
   private:
     Expected<std::int32_t> add(OpenModule module);
-    void rebuild();
+    // The placed modules, indexed again after a change: Python places a
+    // program's modules one call each, and indexing at each call made
+    // placing n modules cost n^2 (33 us a library with 300 of them).
+    const ModuleSet& placed() const noexcept;
 
     struct FrameKey {
         std::uint64_t pc;
@@ -154,9 +157,12 @@ class ModuleTable {
     // Shared by every module's callee-saved analysis: GDB asks for frames
     // from one thread, and the modules' code repeats the same forms.
     std::shared_ptr<callee_saved::Analyser> analyser_ = std::make_shared<callee_saved::Analyser>();
-    ModuleSet placed_;
+    // placed() makes them when `placed_changed_`: GDB calls the table from
+    // one thread.
+    mutable ModuleSet placed_;
     // Module id by the placed module's table (its section or row source).
-    std::unordered_map<const void*, std::int32_t> ids_;
+    mutable std::unordered_map<const void*, std::int32_t> ids_;
+    mutable bool placed_changed_ = false;
     // The callers the steps produced since the stop (true: interrupted),
     // and the latest one with its registers and level.
     std::unordered_map<FrameKey, bool, FrameKeyHash> callers_;

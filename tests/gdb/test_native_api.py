@@ -334,8 +334,16 @@ def run(args, res):
         # A PC outside every module: NOT_FOUND.
         status, res = unwind(lib, 0x10, sp, 0, 0)
         check("%s: pc outside the modules" % writer, status == native.NOT_FOUND, lib.last_error())
+        # Placed again elsewhere (the table is indexed when next asked): the
+        # new addresses answer, the old ones no more.
+        lib.place(module, 0x100000)
+        lib.place(module, 0x200000)
+        check("%s: a module placed again answers at its new addresses only" % writer,
+              lib.module_at(leaf + 0x200000) == module and lib.module_at(leaf) == -1
+              and lib.module_at(leaf + 0x100000) == -1)
         lib.unplace(module)
-        check("%s: unplaced module answers nothing" % writer, lib.module_at(leaf) == -1)
+        check("%s: unplaced module answers nothing" % writer, lib.module_at(leaf) == -1
+              and lib.module_at(leaf + 0x200000) == -1)
 
     check_ppc64(check, lib, stack, regs)
 
