@@ -127,7 +127,11 @@ void ModuleTable::reset() {
     // Ids stay unique for the life of the process: closed slots keep no table.
     for (auto& m : modules_)
         m = OpenModule{};
-    placed_changed_ = true;
+    // No module is open: the index is empty now, and drops its references
+    // to the modules' tables at once.
+    placed_.clear();
+    ids_.clear();
+    placed_changed_ = false;
     new_stop();
 }
 
