@@ -594,7 +594,6 @@ std::uint32_t read_switches(const Pass& p, std::span<const std::uint32_t> pad_of
     struct Read {
         std::size_t jump = 0;
         std::size_t first = 0;
-        bool whole = true; // every case inside the function starts an instruction
         std::vector<std::uint32_t> cases;
     };
     std::vector<Read> read;
@@ -603,17 +602,15 @@ std::uint32_t read_switches(const Pass& p, std::span<const std::uint32_t> pad_of
         auto found = detail::x86_64_switch_cases(p.decoded, p.bytes, p.start, k, entries,
                                                  p.facts.read_only_data);
         if (!found) continue;
-        Read r{k, found->first, true, {}};
+        Read r{k, found->first, {}};
         for (const std::uint64_t target : found->targets) {
             if (target < p.start || target - p.start >= p.size) continue;
-            if (const auto t = p.target_of(target))
-                r.cases.push_back(static_cast<std::uint32_t>(*t));
-            else
-                r.whole = false;
+            const auto t = p.target_of(target);
+            if (!t) return 0;
+            r.cases.push_back(static_cast<std::uint32_t>(*t));
         }
         read.push_back(std::move(r));
     }
-    if (std::any_of(read.begin(), read.end(), [](const Read& r) { return !r.whole; })) return 0;
     // A case inside another switch's run enters it past its range check.
     std::vector<std::uint8_t>& is_case = scratch.is_case;
     is_case.assign(insns.size(), 0);
