@@ -35,12 +35,17 @@ int run(const Program& p, std::chrono::milliseconds budget) {
         std::printf("  not x86-64: the analysis covers x86-64 only\n");
         return 0;
     }
+    if (!p.file) {
+        std::printf("  no code to analyse (a synthetic section)\n");
+        return 1;
+    }
+    const sfunwind::elf::ElfFile& file = *p.file;
     const cs::RowAt rows = cs::rows_from(&section);
     const cs::CodeAt code = [&](std::uint64_t vaddr, std::uint64_t size) {
-        return p.file.loaded_bytes(vaddr, size);
+        return file.loaded_bytes(vaddr, size);
     };
     cs::CodeFacts facts;
-    facts.landing_pads = p.file.has_section(".gcc_except_table");
+    facts.landing_pads = file.has_section(".gcc_except_table");
 
     std::vector<sfunwind::sframe::Fde> fdes;
     for (std::uint32_t i = 0; i < section.fde_count(); ++i)

@@ -60,11 +60,11 @@ Agreement agree(const Program& p, const sfunwind::cfi::CfiTable& table) {
 int run(const Program& p, std::chrono::milliseconds budget) {
     std::printf("%s: %s\n", p.name.c_str(),
                 sfunwind::bench::describe_section(*p.section, p.sframe.size()).c_str());
-    if (!p.file.has_section(".eh_frame")) {
+    if (!p.file || !p.file->has_section(".eh_frame")) {
         std::printf("  skipped: no .eh_frame\n");
         return 0;
     }
-    auto table = sfunwind::cfi::CfiTable::open(p.file, sfunwind::cfi::Source::EhFrame);
+    auto table = sfunwind::cfi::CfiTable::open(*p.file, sfunwind::cfi::Source::EhFrame);
     if (!table) {
         std::printf("  %s\n", table.error().message().c_str());
         return 1;
@@ -75,7 +75,7 @@ int run(const Program& p, std::chrono::milliseconds budget) {
         "%zu differ, %zu without a row in one of them\n",
         p.pcs.size(), a.same, a.unrepresentable, a.different, a.no_cfi);
 
-    Dwarf_CFI* cfi = dwarf_getcfi_elf(p.file.libelf_handle());
+    Dwarf_CFI* cfi = dwarf_getcfi_elf(p.file->libelf_handle());
     if (cfi == nullptr) {
         std::printf("  libdw: dwarf_getcfi_elf: %s\n", dwarf_errmsg(-1));
         return 1;

@@ -2,15 +2,53 @@
 #include "compare_common.hpp"
 
 #include "sample_pcs.hpp"
+#include "synthetic_section.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 namespace sfunwind::bench {
 
+namespace {
+
+constexpr std::string_view synthetic_prefix = "synthetic:";
+constexpr std::uint64_t synthetic_seed = 20261202;
+
+// The rest of load_program(), for bytes from a file or made here.
+Expected<std::unique_ptr<Program>> with_section(std::unique_ptr<Program> p) {
+    auto section = sframe::Section::parse(p->sframe, p->sframe_vaddr);
+    if (!section) return Error(section.error().code(), p->path + ": " + section.error().message());
+    p->section.emplace(std::move(*section));
+    auto pcs = draw_pcs(*p->section, compare_pc_count, compare_pc_seed);
+    if (!pcs) return Error(pcs.error().code(), p->path + ": " + pcs.error().message());
+    p->pcs = std::move(*pcs);
+    return p;
+}
+
+Expected<std::unique_ptr<Program>> load_synthetic(const std::string& spec) {
+    const std::string count = spec.substr(synthetic_prefix.size());
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(count.c_str(), &end, 10);
+    if (count.empty() || *end != '\0' || n == 0 || n > 0xffffffffUL)
+        return Error(Errc::Malformed,
+                     spec + ": expected synthetic:N, N functions from 1 to 2^32-1");
+    auto made = synthetic_section(static_cast<std::uint32_t>(n), synthetic_seed);
+    if (!made) return Error(made.error().code(), spec + ": " + made.error().message());
+    auto p = std::make_unique<Program>();
+    p->path = spec;
+    p->name = spec;
+    p->sframe = std::move(made->bytes);
+    p->sframe_vaddr = made->vaddr;
+    return with_section(std::move(p));
+}
+
+} // namespace
+
 Expected<std::unique_ptr<Program>> load_program(const std::string& path) {
+    if (path.starts_with(synthetic_prefix)) return load_synthetic(path);
     auto file = elf::ElfFile::open(path);
     if (!file) return std::move(file).error();
     auto where = file->find_sframe();
@@ -27,13 +65,7 @@ Expected<std::unique_ptr<Program>> load_program(const std::string& path) {
                                                {}});
     p->sframe.assign(bytes->begin(), bytes->end());
     p->sframe_vaddr = where->vaddr;
-    auto section = sframe::Section::parse(p->sframe, p->sframe_vaddr);
-    if (!section) return Error(section.error().code(), path + ": " + section.error().message());
-    p->section.emplace(std::move(*section));
-    auto pcs = draw_pcs(*p->section, compare_pc_count, compare_pc_seed);
-    if (!pcs) return Error(pcs.error().code(), path + ": " + pcs.error().message());
-    p->pcs = std::move(*pcs);
-    return p;
+    return with_section(std::move(p));
 }
 
 std::string describe_section(const sframe::Section& section, std::size_t bytes) {
@@ -60,7 +92,7 @@ int main_over_programs(int argc, char** argv,
         first = 3;
     }
     if (first >= argc) {
-        std::fprintf(stderr, "usage: %s [--budget-ms N] ELF...\n", argv[0]);
+        std::fprintf(stderr, "usage: %s [--budget-ms N] ELF|synthetic:N...\n", argv[0]);
         return 2;
     }
     int status = 0;

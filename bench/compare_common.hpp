@@ -28,7 +28,9 @@ inline constexpr std::uint64_t compare_pc_seed = 20261121;
 struct Program {
     std::string path;
     std::string name; // file name, for the report
-    elf::ElfFile file;
+    // None for a synthetic section (bench/synthetic_section.hpp): no code,
+    // no other sections.
+    std::optional<elf::ElfFile> file;
     std::vector<std::uint8_t> sframe; // .sframe bytes, copied (libsframe gets the same copy)
     std::uint64_t sframe_vaddr = 0;
     std::optional<sframe::Section> section;
@@ -36,6 +38,8 @@ struct Program {
 };
 
 // Reads the file, its .sframe section and draws the PCs. Errors name the file.
+// `synthetic:N` (N functions, e.g. synthetic:1000000) makes the section of
+// bench/synthetic_section.hpp instead, with the same seed every time.
 Expected<std::unique_ptr<Program>> load_program(const std::string& path);
 
 // The comparison programs' command line, `[--budget-ms N] ELF...`: loads

@@ -21,7 +21,10 @@
 # functions in all) when bench/big_program/make.sh has made them in
 # BIG_PROGRAM (default /var/cache/sfunwind/big-program; run_all does not
 # build it). That directory is outside the repository, so it is bind-mounted
-# into the chroot (SFUNWIND_CHROOT_BINDS).
+# into the chroot (SFUNWIND_CHROOT_BINDS). And for the lookup and the open
+# costs, synthetic sections of 128,000 and 1,000,000 functions, the size of
+# a browser's or a game engine's (bench/synthetic_section.hpp; libsframe
+# and sfunwind look up in the same bytes).
 #
 #   bench/run_all.sh              everything (about 12 minutes on 2 busy cores,
 #                                 plus the builds the first time)
@@ -85,6 +88,9 @@ for f in big lib1.so lib2.so; do
 done
 ((${#BIG[@]} > 0)) && export SFUNWIND_CHROOT_BINDS="${SFUNWIND_CHROOT_BINDS:+$SFUNWIND_CHROOT_BINDS }$BIG_PROGRAM"
 ALL=("${PROGRAMS[@]}" tests/fixtures/large/sqlite3-clang-23)
+# Sections of the biggest programs' size, which nothing built here reaches
+# (bench/synthetic_section.hpp): 128,000 and 1,000,000 functions.
+SYNTHETIC=(synthetic:128000 synthetic:1000000)
 
 status=0
 run() { # run NAME CMD...: output to $OUT/NAME.txt and the terminal
@@ -98,9 +104,10 @@ run() { # run NAME CMD...: output to $OUT/NAME.txt and the terminal
 }
 
 run libsframe "$CHROOT" run -- build/sid-speed/bench/sfunwind_bench_libsframe --budget-ms "$BUDGET_MS" \
-  "${PROGRAMS[@]}" "${BIG[@]}"
+  "${PROGRAMS[@]}" "${BIG[@]}" "${SYNTHETIC[@]}"
 run libdw build/speed/bench/sfunwind_bench_libdw --budget-ms "$BUDGET_MS" "${ALL[@]}"
-run open build/speed/bench/sfunwind_bench_open --budget-ms "$((BUDGET_MS / 2))" "${ALL[@]}" "${BIG[@]}"
+run open build/speed/bench/sfunwind_bench_open --budget-ms "$((BUDGET_MS / 2))" "${ALL[@]}" "${BIG[@]}" \
+  "${SYNTHETIC[@]}"
 if [[ -z ${SKIP_LOOKUP:-} ]]; then
   run lookup build/speed/bench/sfunwind_bench_lookup --benchmark_filter='^(lookup|find_fde)/' \
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \

@@ -11,8 +11,10 @@
 #include "catch.hpp"
 #include "sfunwind/elf/elf_file.hpp"
 #include "sfunwind/sframe/section.hpp"
+#include "sfunwind/sframe/validate.hpp"
 #include "shuffled_copy.hpp"
 #include "support.hpp"
+#include "synthetic_section.hpp"
 #include "vectors.hpp"
 
 #include <algorithm>
@@ -289,4 +291,43 @@ TEST_CASE("lookup agrees with the reference when any FDE or FRE bit is flipped",
         }
     }
     CHECK(mutants > 1000);
+}
+
+TEST_CASE("a synthetic section of a big program's size agrees with the reference", "[lookup]") {
+    // bench/synthetic_section.cpp: the section the benchmarks time at the
+    // size of the biggest programs, here at 40,000 functions (pages of the
+    // page index with many FDEs). It must be a valid section, the same for
+    // the same seed, and looked up as the one-at-a-time API reads it.
+    auto made = bench::synthetic_section(40000, 7);
+    REQUIRE(made);
+    auto again = bench::synthetic_section(40000, 7);
+    REQUIRE(again);
+    CHECK(made->bytes == again->bytes);
+    auto s = Section::parse(made->bytes, made->vaddr);
+    REQUIRE(s);
+    CHECK(s->version() == Version::V3);
+    CHECK(s->header().sorted());
+    CHECK(s->fde_count() == 40000);
+    CHECK(validate(*s).empty());
+    // About 7 FREs per function, like compiled code (header comment).
+    const double fres_per_fde =
+        static_cast<double>(s->header().num_fres) / static_cast<double>(s->fde_count());
+    CHECK(fres_per_fde > 6.0);
+    CHECK(fres_per_fde < 9.0);
+    const auto pcs = probe_pcs(*s, 20000);
+    CHECK(disagreements(*s, pcs, "synthetic:40000") == 0);
+    // Every row is one a compiler writes for x86-64: the RA at CFA - 8, the
+    // CFA on rsp or rbp at least 8 above it.
+    std::size_t odd = 0;
+    std::size_t rows = 0;
+    for (const std::uint64_t pc : pcs) {
+        auto row = s->lookup(pc); // none between functions (alignment) and outside
+        if (!row) continue;
+        ++rows;
+        if (row->ra.kind != RegRule::Kind::AtCfa || row->ra.offset != -8 ||
+            (row->cfa.reg != 6 && row->cfa.reg != 7) || row->cfa.offset < 8)
+            ++odd;
+    }
+    CHECK(rows > pcs.size() / 2);
+    CHECK(odd == 0);
 }
