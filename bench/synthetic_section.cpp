@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 #include <random>
+#include <string>
 
 namespace sfunwind::bench {
 namespace {
@@ -107,10 +108,13 @@ class Generator {
         if (f.size > 24) f.fres.push_back(row(f.size - 1, rsp, 8, std::nullopt));
     }
 
-    unsigned pick(std::uint32_t n) {
-        return static_cast<unsigned>(std::uniform_int_distribution<std::uint32_t>(0, n - 1)(rng_));
+    // From the engine's raw output, which the C++ standard fixes, and not
+    // through std::uniform_*_distribution, whose algorithms each standard
+    // library chooses: the same bytes on the host and in the sid chroot.
+    unsigned pick(std::uint32_t n) { return static_cast<unsigned>(rng_() % n); }
+    double uniform(double lo, double hi) {
+        return lo + (hi - lo) * static_cast<double>(rng_() >> 11U) * 0x1p-53;
     }
-    double uniform(double lo, double hi) { return std::uniform_real_distribution<>(lo, hi)(rng_); }
 
     std::mt19937_64 rng_;
 };
@@ -118,7 +122,9 @@ class Generator {
 } // namespace
 
 Expected<SyntheticSection> synthetic_section(std::uint32_t functions, std::uint64_t seed) {
-    if (functions == 0) return Error(Errc::Malformed, "a synthetic section needs a function");
+    if (functions == 0 || functions > max_synthetic_functions)
+        return Error(Errc::Malformed, "a synthetic section has 1 to " +
+                                          std::to_string(max_synthetic_functions) + " functions");
     Generator gen(seed);
     std::vector<FdeSpec> fdes;
     fdes.reserve(functions);

@@ -11,7 +11,8 @@
 // epilogues, each popping them again (an FRE per pop), with the body's rules
 // restored after each return but the last; and rbp-framed functions (CFA on
 // rbp from the `mov %rsp,%rbp` on). Sizes and counts are drawn with a fixed
-// seed, so a given count always gives the same bytes: 7.3 FREs per FDE
+// seed, so a given count always gives the same bytes, with any compiler
+// and standard library: 7.3 FREs per FDE
 // (SQLite's gas 2.47 section has 8.5, the big program's 12.5) and 50 bytes
 // of section per function.
 #pragma once
@@ -23,13 +24,17 @@
 
 namespace sfunwind::bench {
 
+// 4,000,000 functions: about 200 MB of section, and 5.6 GB at the peak of
+// writing it (the writer's per-FRE input).
+inline constexpr std::uint32_t max_synthetic_functions = 4'000'000;
+
 struct SyntheticSection {
     std::vector<std::uint8_t> bytes;
     std::uint64_t vaddr = 0; // the section's link-time address
 };
 
-// `functions` functions (1 or more) laid out from 0x400000, each 16-byte
-// aligned, the section after them.
+// `functions` functions (1 to max_synthetic_functions) laid out from
+// 0x400000, each 16-byte aligned, the section after them.
 Expected<SyntheticSection> synthetic_section(std::uint32_t functions, std::uint64_t seed);
 
 } // namespace sfunwind::bench
