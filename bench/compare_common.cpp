@@ -4,7 +4,7 @@
 #include "sample_pcs.hpp"
 #include "synthetic_section.hpp"
 
-#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,16 +30,15 @@ Expected<std::unique_ptr<Program>> with_section(std::unique_ptr<Program> p) {
 }
 
 Expected<std::unique_ptr<Program>> load_synthetic(const std::string& spec) {
-    const std::string count = spec.substr(synthetic_prefix.size());
-    // Digits only: strtoul would also take a sign and blanks.
-    const bool digits =
-        !count.empty() && count.size() <= 10 &&
-        std::all_of(count.begin(), count.end(), [](char c) { return c >= '0' && c <= '9'; });
-    const unsigned long n = digits ? std::strtoul(count.c_str(), nullptr, 10) : 0;
-    if (n == 0 || n > max_synthetic_functions)
+    // Digits only, the whole rest (from_chars takes no sign or blank).
+    const char* first = spec.data() + synthetic_prefix.size();
+    const char* last = spec.data() + spec.size();
+    std::uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(first, last, n);
+    if (ec != std::errc{} || end != last || n == 0 || n > max_synthetic_functions)
         return Error(Errc::Malformed, spec + ": expected synthetic:N, N functions from 1 to " +
                                           std::to_string(max_synthetic_functions));
-    auto made = synthetic_section(static_cast<std::uint32_t>(n), synthetic_seed);
+    auto made = synthetic_section(n, synthetic_seed);
     if (!made) return Error(made.error().code(), spec + ": " + made.error().message());
     auto p = std::make_unique<Program>();
     p->path = spec;
