@@ -5,7 +5,6 @@ import gdb
 
 from . import PATH_NATIVE, PATH_OFF, PATH_PYTHON
 from . import arch as arch_mod
-from . import compare as compare_mod
 from . import native
 
 _VERSION_NAMES = {1: "v1", 2: "v2", 3: "v3"}
@@ -284,6 +283,9 @@ explained. Frames in objfiles without SFrame (libc) are GDB's in both walks."""
                 raise _usage_error("sframe compare", "N must be a number, got %r" % arg.strip(),
                                    "sframe compare [N]")
         self.session.rescan()
+        # Imported here: a session that never compares does not pay for it
+        # (0.3-0.4 ms of every GDB start, bench/big_program/first_bt.py).
+        from . import compare as compare_mod
         gdb.write(compare_mod.report(self.session, limit) + "\n")
 
 
