@@ -59,7 +59,7 @@ class Session:
                 added += self.registry.place()
             self.scan_error = None
         except gdb.error as e:
-            # No `info files` yet (no program): nothing to unwind.
+            # No section listing yet (no program): nothing to unwind.
             self.scan_error = str(e)
             return []
         if added:
@@ -68,7 +68,7 @@ class Session:
 
     def place_stale(self, progspace=None):
         """Places the modules if objfiles changed since they were placed:
-        one `info files` for every objfile GDB loaded meanwhile (and the
+        one section listing for every objfile GDB loaded meanwhile (and the
         objfiles read from target memory opened with it). True if it placed
         them. The unwinder calls it at the first frame it is asked for
         after objfiles changed, so that frame and the later ones are

@@ -148,8 +148,8 @@ unwound."""
             lines.append("  %s: %s, from %s; %s" % (module.filename, _table(info), module.source, where))
         for name, err in sorted(s.registry.errors.items()):
             lines.append("  %s: SFrame not usable: %s" % (name, err))
-        lines.append("load addresses: `info files` read %d times (once after objfiles change, when a frame"
-                     " or a command needs them)" % s.registry.listings)
+        lines.append("load addresses: section listings read %d times (once after objfiles change, when a"
+                     " frame or a command needs them)" % s.registry.listings)
         c = s.engine.counters
         lines.append("python path: %d frames unwound, %d ended the stack, %d failures" % (
             c.frames, c.outermost, c.failures))

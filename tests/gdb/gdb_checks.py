@@ -16,9 +16,37 @@ import frame_values
 import gdb_harness
 import sfunwind_gdb
 from sfunwind_gdb import compare
+from sfunwind_gdb import modules
 
 CHECK = {}
-RESULTS = {"stops": [], "notes": [], "error": None}
+RESULTS = {"stops": [], "notes": [], "error": None, "listings": None}
+
+
+def compare_listings():
+    """The two section listings sfunwind places modules from
+    (sfunwind_gdb.modules.section_addresses): for every objfile `info files`
+    lists with a placing section, `maint info sections` must give the same
+    addresses. Recorded at the first stop: {"compared": objfiles, "differ":
+    [what differs]}."""
+    names = " ".join(modules.PLACING_SECTIONS)
+    maint = modules.parse_maint_sections(gdb.execute("maint info sections -all-objects " + names,
+                                                     to_string=True)) or {}
+    files = modules.parse_info_files(gdb.execute("info files", to_string=True))
+    compared = 0
+    differ = []
+    for where, sections in files.items():
+        want = {n: v for n, v in sections.items() if n in modules.PLACING_SECTIONS}
+        if not want:
+            continue
+        compared += 1
+        if maint.get(where) != want:
+            differ.append("%s: `info files` %s, `maint info sections` %s" % (where, want, maint.get(where)))
+    return {"compared": compared, "differ": differ}
+
+
+def _note_listings():
+    if RESULTS["listings"] is None:
+        RESULTS["listings"] = compare_listings()
 
 
 def _session():
@@ -33,6 +61,7 @@ def record_stop(label, limit=64):
     """Walks the current stop both ways and records it."""
     s = _session()
     s.rescan()
+    _note_listings()
     (sf, sstop), (cfi, cstop) = compare.walk_both(s, limit)
     entry = _entry(s, label, sf, cfi)
     entry.update(sframe_stop=sstop, cfi_stop=cstop)
@@ -89,6 +118,7 @@ def record_alone(label, limit=64):
     keeps its CFI, so the stop and addresses are the same in every walk."""
     s = _session()
     s.rescan()
+    _note_listings()
     saved = s.path
     walks = {}
     # Each walk's callee-saved registers, frame by frame (frame_values);

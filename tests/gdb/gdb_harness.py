@@ -110,6 +110,17 @@ def c_compiler(args, results):
     return cc
 
 
+def listings_problem(result):
+    """None when gdb_checks compared the two section listings at its first
+    stop and they agreed on every objfile; else what went wrong."""
+    listings = result.get("listings")
+    if not listings or listings["compared"] == 0:
+        return "the section listings were not compared (no objfile in `info files`)"
+    if listings["differ"]:
+        return "`maint info sections` and `info files` differ: " + "; ".join(listings["differ"][:3])
+    return None
+
+
 def select(args):
     """The manifest's x86-64 programs that run here (args.runs) and match
     --writer and --program."""

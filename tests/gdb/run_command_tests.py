@@ -25,6 +25,18 @@ USER_UNWINDER = ("python exec(\"import gdb.unwinder\\nclass Counting(gdb.unwinde
                  " def __call__(self, pending_frame):\\n  self.calls += 1\\n"
                  "user_unwinder = Counting()\")")
 LIBRARY = "[o for o in gdb.objfiles() if o.filename.endswith('libfixture_plt.so')][0]"
+# The section listing sfunwind places modules from (modules.py): the
+# executable's sections (key None) and an objfile's, whose path may hold
+# "', file type"; other sections and a core file's own are left out.
+MAINT_LISTING = ("Exec file: `/p/main', file type elf64-x86-64.\n"
+                 " [12]     0x10->0x20 at 0x00001000: .text ALLOC LOAD READONLY CODE HAS_CONTENTS\n"
+                 " [13]     0x30->0x40 at 0x00002000: .data ALLOC LOAD DATA HAS_CONTENTS\n"
+                 "Object file: `/p/a', file type b/lib.so', file type elf64-x86-64.\n"
+                 " [9]      0x50->0x60 at 0x00001050: .sframe ALLOC LOAD READONLY DATA HAS_CONTENTS\n"
+                 "Core file: `/p/core', file type elf64-x86-64.\n"
+                 " [0]      0x70->0x80 at 0x00000000: .text ALLOC LOAD READONLY CODE HAS_CONTENTS\n")
+MAINT_PLACES = {None: {".text": (0x10, 0x20)}, "/p/a', file type b/lib.so": {".sframe": (0x50, 0x60)}}
+PARSE = "python from sfunwind_gdb import modules; print(modules.parse_maint_sections(%r)%s)"
 
 # (program, arguments, [(command, regex the output must match, regex it must not match)])
 PLT_STEPS = [
@@ -32,6 +44,9 @@ PLT_STEPS = [
     ("help sframe", r"\nsframe callee-saved -- [^\n]+\nsframe compare -- [^\n]+\nsframe disable -- [^\n]+\n"
                     r"sframe enable -- [^\n]+\nsframe row -- [^\n]+\nsframe status -- [^\n]+\n", None),
     ("help sframe row", r"Show the SFrame row that covers an address", None),
+    (PARSE % (MAINT_LISTING, " == %r" % MAINT_PLACES), r"^True$", None),
+    # Another format (no line reads as a section): None, and `info files` is read.
+    (PARSE % ("Exec file: `/p/main'\n  0x10 - 0x20 is .text\n", ""), r"^None$", None),
     ("sframe status", r"active path: python.*plt: SFrame v\d amd64, \d+ FDEs", r"libfixture_plt"),
     ("run", None, None),
     ("info symbol $pc", r"fixture_leaf", None),

@@ -134,6 +134,8 @@ def run(args, res):
                 error = "no stop was recorded"
             if error is None and result["counters"]["frames"] == 0:
                 error = "the SFrame walk never used SFrame"
+            if error is None:
+                error = H.listings_problem(result)
             if error is not None:
                 res.check(name, False, error)
                 continue

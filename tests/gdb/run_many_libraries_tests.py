@@ -9,7 +9,7 @@ SFrame-only copy of every file is made with objcopy. GDB loads the libraries
 one new_objfile event after another: each frame's backtrace, with the Python
 path and with the native path, live and from a core, must equal what plain
 GDB shows on the CFI build, and sfunwind must have read the load addresses
-(`info files`, which lists every library's sections) a few times, not once
+(a listing of every library's sections) a few times, not once
 per library (which made GDB's start quadratic in the libraries: 15 s for
 300 of them). The same under gdbserver, where the libraries are "target:"
 files whose SFrame is read from the target's memory.
@@ -29,7 +29,7 @@ import gdb_harness as H
 sys.path.insert(0, os.path.join(H.HERE, "..", "common"))
 import many_libraries  # noqa: E402
 
-# At most this many `info files` listings in a session: the start, a frame
+# At most this many section listings in a session: the start, a frame
 # after the libraries came, the status command itself.
 MAX_LISTINGS = 6
 
@@ -97,7 +97,7 @@ def run(args, res):
                 m = re.search(r"%s path[^:]*: (\d+) frames unwound" % path, proc.stdout)
                 res.check("%s: sfunwind unwound the %d library frames" % (label, args.libraries),
                           m is not None and int(m.group(1)) >= args.libraries, proc.stdout[-2000:])
-                m = re.search(r"`info files` read (\d+) times", proc.stdout)
+                m = re.search(r"section listings read (\d+) times", proc.stdout)
                 res.check("%s: the load addresses were listed at most %d times for %d libraries (%s)"
                           % (label, MAX_LISTINGS, args.libraries, m.group(1) if m else "no count"),
                           m is not None and int(m.group(1)) <= MAX_LISTINGS, proc.stdout[-2000:])
@@ -156,7 +156,7 @@ def stop_gdbservers(program):
 def check_remote(g, res, args, program, noeh):
     """The program under gdbserver: GDB names its libraries "target:..."
     and sfunwind reads their .sframe from the target's memory, where it
-    finds them in `info files`. They are opened together when the modules
+    finds them in the section listing. They are opened together when the modules
     are placed: opened as each loaded, they took a listing each."""
     gdbserver = args.gdbserver or shutil.which("gdbserver")
     res.check("gdbserver is installed (scripts/setup-host.sh, the sid chroot)", gdbserver is not None)
@@ -188,7 +188,7 @@ def check_remote(g, res, args, program, noeh):
         m = re.search(r"%s path[^:]*: (\d+) frames unwound" % path, proc.stdout)
         res.check("%s: sfunwind unwound the %d library frames" % (label, n),
                   m is not None and int(m.group(1)) >= n, proc.stdout[-2000:])
-        m = re.search(r"`info files` read (\d+) times", proc.stdout)
+        m = re.search(r"section listings read (\d+) times", proc.stdout)
         res.check("%s: the load addresses were listed at most %d times for %d libraries (%s)"
                   % (label, MAX_LISTINGS, n, m.group(1) if m else "no count"),
                   m is not None and int(m.group(1)) <= MAX_LISTINGS, proc.stdout[-2000:])

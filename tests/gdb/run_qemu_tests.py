@@ -96,6 +96,8 @@ def run(args, res):
         result, error = run_one(g, path, arch)
         if error is None and not result["stops"]:
             error = "no stop recorded"
+        if error is None:
+            error = H.listings_problem(result)
         if error is not None:
             res.check(path, False, error)
             continue
