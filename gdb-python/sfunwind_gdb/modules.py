@@ -39,7 +39,10 @@ MAX_SFRAME_FROM_TARGET = 256 << 20
 
 
 # " [15]     0x5555555570d8->0x555555557160 at 0x000030d8: .sframe ALLOC LOAD ..."
-_MAINT_SECTION_LINE = re.compile(r"^\s*\[\s*\d+\]\s+(0x[0-9a-fA-F]+)->(0x[0-9a-fA-F]+) at 0x[0-9a-fA-F]+: (\S+)")
+# Loaded (ALLOC) sections only, as `info files` lists: another section is
+# printed at its link-time address.
+_MAINT_SECTION_LINE = re.compile(
+    r"^\s*\[\s*\d+\]\s+(0x[0-9a-fA-F]+)->(0x[0-9a-fA-F]+) at 0x[0-9a-fA-F]+: (\S+) (?:.* )?ALLOC\b")
 
 
 def section_addresses():
@@ -47,13 +50,21 @@ def section_addresses():
     PLACING_SECTIONS at run time, for the current program space: from
     `maint info sections -all-objects` asked for those sections alone (GDB
     13 and 18), else from `info files`, which lists every section of every
-    objfile (6,465 lines for a program of 300 libraries, which GDB 13 takes
-    9 ms to print and 18 7 ms; the sections asked for, 914 lines, 3.5-4
-    ms)."""
-    try:
-        text = gdb.execute("maint info sections -all-objects " + " ".join(PLACING_SECTIONS), to_string=True)
-    except gdb.error:
-        text = None
+    objfile (6,465 lines for the core of a program of 300 libraries, which
+    GDB 13 takes 9 ms to print and GDB 18 7 ms; the sections asked for, 914
+    lines, 3.5-4 ms to print).
+
+    `info files` is read instead while an objfile may have no file behind
+    it (one a JIT reader made, "<< JIT compiled code >>", or one without a
+    name): GDB 13's `maint info sections -all-objects` prints every
+    objfile's file name without checking that it has a file."""
+    text = None
+    if not any(o.filename is None or o.filename.startswith("<<") for o in gdb.current_progspace().objfiles()):
+        try:
+            text = gdb.execute("maint info sections -all-objects " + " ".join(PLACING_SECTIONS),
+                               to_string=True)
+        except gdb.error:
+            text = None
     out = None if text is None else parse_maint_sections(text)
     return out if out is not None else parse_info_files(gdb.execute("info files", to_string=True))
 
@@ -63,10 +74,10 @@ def parse_maint_sections(text):
     "Exec file: `PATH', ..." (the executable: None) or "Object file:
     `PATH', ..." and their sections' lines; a core file's own sections
     ("Core file: ...") are left out. None when no line reads as a section
-    (another GDB's format: `info files` is read instead)."""
+    of an objfile (another GDB's format: `info files` is read instead)."""
     out = {}
     where = False   # False: lines not of an objfile (a core file's)
-    sections = 0
+    sections = 0    # lines read as a section of an objfile
     for line in text.splitlines():
         if line and not line[0].isspace():
             where = False
@@ -76,12 +87,10 @@ def parse_maint_sections(text):
                 if end >= begin:
                     where = None if line.startswith("Exec") else line[begin:end]
             continue
-        m = _MAINT_SECTION_LINE.match(line)
+        m = _MAINT_SECTION_LINE.match(line) if where is not False else None
         if not m:
             continue
         sections += 1
-        if where is False:
-            continue
         start, end, name = int(m.group(1), 16), int(m.group(2), 16), m.group(3)
         if name in PLACING_SECTIONS:
             out.setdefault(where, {}).setdefault(name, (start, end))
@@ -312,13 +321,17 @@ class Registry:
     def _sections_of(name, sections):
         if name in sections:
             return sections[name]
-        base = os.path.basename(name)
-        for where, secs in sections.items():
-            if where is not None and os.path.basename(where) == base:
-                return secs
-        # The executable's sections carry no " in FILE".
+        # The executable's sections are listed without its name.
         progspace_file = gdb.current_progspace().filename
-        if progspace_file and (name == progspace_file or os.path.basename(progspace_file) == base):
+        if progspace_file and name == progspace_file:
+            return sections.get(None, {})
+        # The same file under another path (a sysroot's): by its base name,
+        # when one file alone has it.
+        base = os.path.basename(name)
+        same = [secs for where, secs in sections.items() if where is not None and os.path.basename(where) == base]
+        if len(same) == 1:
+            return same[0]
+        if not same and progspace_file and os.path.basename(progspace_file) == base:
             return sections.get(None, {})
         return {}
 

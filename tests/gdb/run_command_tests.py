@@ -27,8 +27,10 @@ USER_UNWINDER = ("python exec(\"import gdb.unwinder\\nclass Counting(gdb.unwinde
 LIBRARY = "[o for o in gdb.objfiles() if o.filename.endswith('libfixture_plt.so')][0]"
 # The section listing sfunwind places modules from (modules.py): the
 # executable's sections (key None) and an objfile's, whose path may hold
-# "', file type"; other sections and a core file's own are left out.
+# "', file type"; other sections, sections not loaded (printed at their
+# link-time address) and a core file's own are left out.
 MAINT_LISTING = ("Exec file: `/p/main', file type elf64-x86-64.\n"
+                 " [3]      0x0->0x8 at 0x00000300: .plt READONLY HAS_CONTENTS\n"
                  " [12]     0x10->0x20 at 0x00001000: .text ALLOC LOAD READONLY CODE HAS_CONTENTS\n"
                  " [13]     0x30->0x40 at 0x00002000: .data ALLOC LOAD DATA HAS_CONTENTS\n"
                  "Object file: `/p/a', file type b/lib.so', file type elf64-x86-64.\n"
@@ -45,8 +47,11 @@ PLT_STEPS = [
                     r"sframe enable -- [^\n]+\nsframe row -- [^\n]+\nsframe status -- [^\n]+\n", None),
     ("help sframe row", r"Show the SFrame row that covers an address", None),
     (PARSE % (MAINT_LISTING, " == %r" % MAINT_PLACES), r"^True$", None),
-    # Another format (no line reads as a section): None, and `info files` is read.
+    # Another format (no line reads as a section of an objfile): None, and
+    # `info files` is read.
     (PARSE % ("Exec file: `/p/main'\n  0x10 - 0x20 is .text\n", ""), r"^None$", None),
+    (PARSE % ("Object file: /p/lib.so\n [9] 0x10->0x20 at 0x00001000: .text ALLOC LOAD\n", ""),
+     r"^None$", None),
     ("sframe status", r"active path: python.*plt: SFrame v\d amd64, \d+ FDEs", r"libfixture_plt"),
     ("run", None, None),
     ("info symbol $pc", r"fixture_leaf", None),

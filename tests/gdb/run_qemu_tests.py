@@ -5,7 +5,8 @@ alone: at each program's stop, GDB walks the stack with its DWARF CFI
 unwinders (the reference), then with its DWARF unwinders switched off:
 sfunwind's Python path and native path must give the same frames (pc, CFA,
 sp, fp). Plain GDB without DWARF is reported alongside. The gdbstub has no
-/proc: sfunwind finds the load addresses from `info files`.
+/proc: sfunwind finds the load addresses in GDB's section listing
+(sfunwind_gdb.modules.section_addresses), compared here with `info files`.
 
 The callee-saved registers too (AArch64 x19-x28, d8-d15; s390x r6-r10,
 r12, r13, f8-f15): in every upper frame at the same pc in both walks,
