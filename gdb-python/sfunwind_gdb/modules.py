@@ -38,6 +38,9 @@ PLACING_SECTIONS = (".sframe", ".text", ".plt")
 MAX_SFRAME_FROM_TARGET = 256 << 20
 
 
+# The listing of those sections alone, every objfile's (GDB 13 and 18).
+MAINT_SECTIONS = "maint info sections -all-objects " + " ".join(PLACING_SECTIONS)
+
 # " [15]     0x5555555570d8->0x555555557160 at 0x000030d8: .sframe ALLOC LOAD ..."
 # Loaded (ALLOC) sections only, as `info files` lists: another section is
 # printed at its link-time address.
@@ -61,8 +64,7 @@ def section_addresses():
     text = None
     if not any(o.filename is None or o.filename.startswith("<<") for o in gdb.current_progspace().objfiles()):
         try:
-            text = gdb.execute("maint info sections -all-objects " + " ".join(PLACING_SECTIONS),
-                               to_string=True)
+            text = gdb.execute(MAINT_SECTIONS, to_string=True)
         except gdb.error:
             text = None
     out = None if text is None else parse_maint_sections(text)
@@ -119,7 +121,8 @@ def parse_info_files(text):
         if not m:
             continue
         start, end, name, where = int(m.group(1), 16), int(m.group(2), 16), m.group(3), m.group(4)
-        out.setdefault(where, {}).setdefault(name, (start, end))
+        if name in PLACING_SECTIONS:  # not .plt.got, which the test above lets through
+            out.setdefault(where, {}).setdefault(name, (start, end))
     return out
 
 

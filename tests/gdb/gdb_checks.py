@@ -28,16 +28,11 @@ def compare_listings():
     lists with a placing section, `maint info sections` must give the same
     addresses. Recorded at the first stop: {"compared": objfiles, "differ":
     [what differs]}."""
-    names = " ".join(modules.PLACING_SECTIONS)
-    maint = modules.parse_maint_sections(gdb.execute("maint info sections -all-objects " + names,
-                                                     to_string=True)) or {}
+    maint = modules.parse_maint_sections(gdb.execute(modules.MAINT_SECTIONS, to_string=True)) or {}
     files = modules.parse_info_files(gdb.execute("info files", to_string=True))
     compared = 0
     differ = []
-    for where, sections in files.items():
-        want = {n: v for n, v in sections.items() if n in modules.PLACING_SECTIONS}
-        if not want:
-            continue
+    for where, want in files.items():
         compared += 1
         if maint.get(where) != want:
             differ.append("%s: `info files` %s, `maint info sections` %s" % (where, want, maint.get(where)))
